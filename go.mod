@@ -1,3 +1,3 @@
 module github.com/glean-hpc/glean
 
-go 1.26.8
+go 1.24

@@ -1,0 +1,19 @@
+// Command glean-agent runs inside a pilot and executes tasks. It arrives
+// with the execution-path issue; until then it only says so.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/glean-hpc/glean/sidecar/cli"
+)
+
+func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+		fmt.Println("glean-agent", cli.Version)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "glean-agent: not implemented yet (execution-path issue #5)")
+	os.Exit(2)
+}

@@ -1,0 +1,329 @@
+// Package slurmtest starts a private loopback Slurm cluster for integration
+// tests, through tests/loopback-slurm.sh, and tears it down by PID.
+//
+// A test package usually starts one cluster in TestMain (Main) and shares it;
+// tests that need a cluster of their own call Start. Every cluster takes its
+// own block of ports, so test packages run their clusters in parallel.
+//
+// Without root or without Slurm installed the tests are skipped, unless
+// GLEAN_REQUIRE_SLURM=1 (set by `make test`), where that is a failure.
+package slurmtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Options shape a cluster.
+type Options struct {
+	Nodes      int    // compute nodes c1..cN; default 24
+	Select     string // "linear" (default) or "cons_tres"
+	BFInterval int    // seconds; default 1
+}
+
+// Cluster is a running loopback cluster.
+type Cluster struct {
+	Dir     string        // its files: slurm.conf, log/, state/
+	Conf    string        // path of slurm.conf
+	Nodes   int           // compute nodes (the glean partition's g1 comes on top)
+	Startup time.Duration // wall time of `loopback-slurm.sh up`
+}
+
+// Script is the path of tests/loopback-slurm.sh.
+func Script() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "loopback-slurm.sh")
+}
+
+// Unavailable says why no cluster can be started here, or "" if one can.
+func Unavailable() string {
+	if os.Geteuid() != 0 {
+		return "loopback Slurm needs root (slurmd starts jobs as their users)"
+	}
+	for _, b := range []string{"slurmctld", "slurmd", "munged", "sbatch"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Sprintf("%s not found: run `%s install` as root", b, Script())
+		}
+	}
+	return ""
+}
+
+func required() bool { return os.Getenv("GLEAN_REQUIRE_SLURM") == "1" }
+
+// Up starts a cluster. The caller must Down it.
+func Up(opt Options) (*Cluster, error) {
+	if opt.Nodes == 0 {
+		opt.Nodes = 24
+	}
+	if opt.Select == "" {
+		opt.Select = "linear"
+	}
+	if opt.BFInterval == 0 {
+		opt.BFInterval = 1
+	}
+	// Unix socket paths are limited to 108 bytes: keep the directory short.
+	dir, err := os.MkdirTemp("/tmp", "gls-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Nodes: opt.Nodes}
+	start := time.Now()
+	cmd := exec.Command(Script(), "up", dir, "--nodes", fmt.Sprint(opt.Nodes),
+		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval))
+	out, err := cmd.CombinedOutput()
+	c.Startup = time.Since(start)
+	if err != nil {
+		logs := c.Logs()
+		_ = c.Down()
+		return nil, fmt.Errorf("loopback-slurm up: %v: %s\n%s", err, out, logs)
+	}
+	return c, nil
+}
+
+// Down cancels all jobs, stops the daemons by PID and releases the ports.
+// The directory (with the logs) is kept; Remove deletes it.
+func (c *Cluster) Down() error {
+	out, err := exec.Command(Script(), "down", c.Dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("loopback-slurm down: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Remove deletes the cluster's directory.
+func (c *Cluster) Remove() { _ = os.RemoveAll(c.Dir) }
+
+// Logs returns the tail of the controller's log and of every daemon log that
+// mentions an error, for the output of a failed test.
+func (c *Cluster) Logs() string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*.log"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if !strings.HasSuffix(f, "slurmctld.log") && !bytes.Contains(data, []byte("error")) {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", f, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+// Start starts a cluster for one test and stops it when the test ends,
+// printing the daemons' logs if the test failed.
+func Start(tb testing.TB, opt Options) *Cluster {
+	tb.Helper()
+	if why := Unavailable(); why != "" {
+		if required() {
+			tb.Fatalf("GLEAN_REQUIRE_SLURM=1 but %s", why)
+		}
+		tb.Skip(why)
+	}
+	c, err := Up(opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("loopback Slurm with %d nodes up in %v (%s)", c.Nodes, c.Startup.Round(time.Millisecond), c.Dir)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("daemon logs (kept in %s):\n%s", c.Dir, c.Logs())
+		}
+		if err := c.Down(); err != nil {
+			tb.Error(err)
+		}
+		if !tb.Failed() {
+			c.Remove()
+		}
+	})
+	return c
+}
+
+// Main runs a test package against one shared cluster: call it from
+// TestMain. It returns the exit code for os.Exit. *shared is set before the
+// tests run; if no cluster can be had, tests see nil and should call Need.
+func Main(m *testing.M, opt Options, shared **Cluster) int {
+	if why := Unavailable(); why != "" {
+		if required() {
+			fmt.Fprintf(os.Stderr, "GLEAN_REQUIRE_SLURM=1 but %s\n", why)
+			return 1
+		}
+		unavailable = why
+		return m.Run()
+	}
+	c, err := Up(opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "loopback Slurm with %d nodes up in %v (%s)\n", c.Nodes, c.Startup.Round(time.Millisecond), c.Dir)
+	*shared = c
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "daemon logs (kept in %s):\n%s", c.Dir, c.Logs())
+	}
+	if err := c.Down(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		c.Remove()
+	}
+	return code
+}
+
+var unavailable string
+
+// Need skips (or fails) a test when Main could not start a cluster.
+func Need(tb testing.TB, c *Cluster) {
+	tb.Helper()
+	if c == nil {
+		tb.Skip(unavailable)
+	}
+}
+
+// Env is the environment for Slurm commands against this cluster.
+func (c *Cluster) Env() []string {
+	return append(os.Environ(), "SLURM_CONF="+c.Conf, "SLURM_TIME_FORMAT=%s")
+}
+
+// Command builds a Slurm client command against this cluster.
+func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = c.Env()
+	cmd.Dir = c.Dir
+	return cmd
+}
+
+// Run runs a Slurm client command and returns its stdout; a failure fails the test.
+func (c *Cluster) Run(tb testing.TB, name string, args ...string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := c.Command(ctx, name, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// Submit runs `sbatch --parsable args...` and returns the job id.
+func (c *Cluster) Submit(tb testing.TB, args ...string) string {
+	tb.Helper()
+	out := strings.TrimSpace(c.Run(tb, "sbatch", append([]string{"--parsable"}, args...)...))
+	id, _, _ := strings.Cut(out, ";")
+	return id
+}
+
+// ErrTimeout is returned by Poll when the deadline passes.
+var ErrTimeout = errors.New("timed out")
+
+// Poll calls cond every interval until it returns true or timeout passes.
+func Poll(timeout, interval time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return ErrTimeout
+		}
+		time.Sleep(interval)
+	}
+}
+
+// WaitFor fails the test if cond does not become true within timeout.
+func (c *Cluster) WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	if err := Poll(timeout, 100*time.Millisecond, cond); err != nil {
+		tb.Fatalf("waited %v for %s: %v", timeout, what, err)
+	}
+}
+
+// JobField returns one squeue -o field of a job ("" if the job is gone).
+func (c *Cluster) JobField(tb testing.TB, id, field string) string {
+	tb.Helper()
+	return strings.TrimSpace(c.Run(tb, "squeue", "-h", "-j", id, "-o", field))
+}
+
+// BFInterval reads bf_interval from `scontrol show config`: what "one
+// scheduling cycle" means in every test.
+func (c *Cluster) BFInterval(tb testing.TB) time.Duration {
+	tb.Helper()
+	out := c.Run(tb, "scontrol", "show", "config")
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) != "SchedulerParameters" {
+			continue
+		}
+		for _, p := range strings.Split(strings.TrimSpace(v), ",") {
+			if n, ok := strings.CutPrefix(p, "bf_interval="); ok {
+				var s int
+				if _, err := fmt.Sscan(n, &s); err == nil {
+					return time.Duration(s) * time.Second
+				}
+			}
+		}
+	}
+	return 30 * time.Second // Slurm's default
+}
+
+// CancelAll cancels every job, and waits until squeue shows none.
+func (c *Cluster) CancelAll(tb testing.TB) {
+	tb.Helper()
+	ids := strings.Fields(c.Run(tb, "squeue", "-h", "-o", "%A"))
+	if len(ids) > 0 {
+		c.Run(tb, "scancel", ids...)
+	}
+	c.WaitFor(tb, 30*time.Second, "all jobs to end", func() bool {
+		return strings.TrimSpace(c.Run(tb, "squeue", "-h", "-o", "%A")) == ""
+	})
+}
+
+// BackfillCycles returns sdiag's count of completed backfill cycles.
+func (c *Cluster) BackfillCycles(tb testing.TB) int {
+	tb.Helper()
+	out := c.Run(tb, "sdiag")
+	_, rest, ok := strings.Cut(out, "Backfilling stats")
+	if !ok {
+		tb.Fatalf("sdiag printed no backfilling stats:\n%s", out)
+	}
+	for _, line := range strings.Split(rest, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Total cycles:"); ok {
+			var n int
+			if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err == nil {
+				return n
+			}
+		}
+	}
+	tb.Fatalf("sdiag printed no backfill cycle count:\n%s", out)
+	return 0
+}
+
+// WaitCycles waits until the backfill scheduler has completed n more cycles,
+// so that "still pending after n cycles" is observed, not slept for.
+func (c *Cluster) WaitCycles(tb testing.TB, n int) {
+	tb.Helper()
+	start := c.BackfillCycles(tb)
+	limit := time.Duration(n+5) * 3 * c.BFInterval(tb)
+	c.WaitFor(tb, limit, fmt.Sprintf("%d backfill cycles", n), func() bool {
+		return c.BackfillCycles(tb) >= start+n
+	})
+}
