@@ -1,0 +1,529 @@
+// Package policy holds glean's pure decision code: it reads a
+// cluster.Snapshot and a time, and never does I/O or reads the clock.
+package policy
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+)
+
+// ErrUnknownPartition is returned when the asked (or default) partition is
+// not in the snapshot.
+var ErrUnknownPartition = errors.New("unknown partition")
+
+// WindowOptions selects what BackfillWindows looks at.
+type WindowOptions struct {
+	// Partition whose nodes are reported; "" means the snapshot's default.
+	Partition string
+	// Exclude lists job IDs to ignore entirely: glean's own pilots, so that a
+	// pilot never shrinks its own window.
+	Exclude map[string]bool
+}
+
+// NodeWindow is the backfill window of one node, starting now.
+type NodeWindow struct {
+	Node  string
+	State cluster.NodeState
+	// FreeAt is now if the node is free now, the latest end of the jobs
+	// holding it otherwise, and zero if never (UNLIMITED or unknown end) or
+	// the node is unusable.
+	FreeAt time.Time
+	// Until is when a pending job's reservation takes the node; zero if none.
+	Until time.Time
+	// FreeFor is how long a job starting now can run on the node:
+	// Until-now capped by the partition MaxTime, cluster.Unlimited if
+	// unbounded, 0 if the node is not free now.
+	FreeFor time.Duration
+	// ClaimedBy is the pending job whose reservation sets Until.
+	ClaimedBy string
+	// Estimated is true when that reservation is glean's EASY shadow
+	// estimate rather than Slurm's plan (SchedNodes).
+	Estimated bool
+}
+
+// Window is "Nodes nodes for Duration, starting now".
+type Window struct {
+	Nodes    int
+	Duration time.Duration
+}
+
+// Windows is what BackfillWindows returns: per-node windows sorted by node
+// name in natural order, and the showbf-style summary ordered by Duration
+// descending (so Nodes ascending).
+type Windows struct {
+	Now       time.Time
+	Partition string
+	Nodes     []NodeWindow
+	Windows   []Window
+}
+
+// BackfillWindows computes, for each node of a partition, how long a job
+// started now could run there without delaying any pending job's
+// reservation. It is what Moab's showbf prints and Slurm lacks.
+//
+// Reservations come from pending jobs that Slurm's backfill planned (Start
+// and SchedNodes set) and whose Reason is one that reserves. For the
+// highest-priority reserving job that backfill has not planned yet, an
+// EASY-style shadow is estimated: it starts when its NumNodes earliest-free
+// usable nodes of its partition(s) are free and claims those nodes then.
+// Where the snapshot leaves doubt, the answer errs toward shorter windows,
+// because pilots sized from it must never delay the top pending job.
+//
+// Advanced reservations are not in the snapshot: a node already in one is
+// unusable, a future one is not seen.
+func BackfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions) (Windows, error) {
+	if s == nil {
+		return Windows{}, errors.New("policy: nil snapshot")
+	}
+	part, err := resolvePartition(s, opt.Partition)
+	if err != nil {
+		return Windows{}, err
+	}
+	horizon := part.MaxTime
+	if horizon <= 0 { // not set: no partition cap
+		horizon = cluster.Unlimited
+	}
+
+	c := calc{s: s, now: now, idx: make(map[string]int, len(s.Nodes))}
+	for i := range s.Nodes {
+		if _, dup := c.idx[s.Nodes[i].Name]; !dup {
+			c.idx[s.Nodes[i].Name] = i
+		}
+	}
+	c.nodes = make([]nodeCalc, len(s.Nodes))
+	c.stamp = make([]int, len(s.Nodes))
+	candidates := c.scanJobs(opt.Exclude)
+
+	ours, missing := c.partitionNodes(part.Name)
+	c.ours = make([]bool, len(s.Nodes))
+	for _, i := range ours {
+		c.ours[i] = true
+	}
+	c.shadow(candidates)
+
+	out := Windows{Now: now, Partition: part.Name, Nodes: make([]NodeWindow, 0, len(ours)+len(missing))}
+	for _, i := range ours {
+		out.Nodes = append(out.Nodes, c.window(i, part.Up, horizon))
+	}
+	for _, name := range missing { // listed by the partition, absent from sinfo
+		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
+	}
+	slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
+	out.Windows = summarize(out.Nodes)
+	return out, nil
+}
+
+func resolvePartition(s *cluster.Snapshot, name string) (*cluster.Partition, error) {
+	if name == "" {
+		if p := s.DefaultPartition(); p != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("policy: %w: no partition given and the snapshot has no default", ErrUnknownPartition)
+	}
+	if p := s.Partition(name); p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("policy: %w %q", ErrUnknownPartition, name)
+}
+
+// nodeCalc gathers what the jobs say about one node.
+type nodeCalc struct {
+	holders    bool      // a non-excluded job runs on it
+	endMax     time.Time // latest End of those jobs
+	never      bool      // one of them is UNLIMITED
+	unknownEnd bool      // one of them has no End
+	exclHolder bool      // an excluded job runs on it
+
+	claim      time.Time // earliest reservation start
+	claimBy    string
+	estimated  bool // claim is the shadow estimate
+	slurmClaim bool // in SchedNodes of a non-excluded reserving job
+	exclClaim  bool // in SchedNodes of an excluded job
+}
+
+type calc struct {
+	s     *cluster.Snapshot
+	now   time.Time
+	idx   map[string]int // node name -> index in s.Nodes
+	nodes []nodeCalc
+	ours  []bool
+	stamp []int // scratch for de-duplicating node sets
+	gen   int
+}
+
+// scanJobs records holders and Slurm's reservations on every node, and
+// returns the reserving pending jobs that backfill has not planned.
+func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
+	var candidates []*cluster.Job
+	for k := range c.s.Jobs {
+		j := &c.s.Jobs[k]
+		excluded := exclude[j.ID]
+		switch {
+		case j.Holds():
+			for _, name := range j.Nodes {
+				i, ok := c.idx[name]
+				if !ok {
+					continue
+				}
+				n := &c.nodes[i]
+				switch {
+				case excluded:
+					n.exclHolder = true
+				case j.TimeLimit == cluster.Unlimited:
+					n.holders, n.never = true, true
+				case j.End.IsZero():
+					n.holders, n.unknownEnd = true, true
+				default:
+					n.holders = true
+					if j.End.After(n.endMax) {
+						n.endMax = j.End
+					}
+				}
+			}
+		case j.Pending():
+			planned := !j.Start.IsZero() && len(j.SchedNodes) > 0
+			if excluded {
+				if planned {
+					for _, name := range j.SchedNodes {
+						if i, ok := c.idx[name]; ok {
+							c.nodes[i].exclClaim = true
+						}
+					}
+				}
+				continue
+			}
+			if !Reserves(j.Reason) {
+				continue
+			}
+			if !planned {
+				candidates = append(candidates, j)
+				continue
+			}
+			for _, name := range j.SchedNodes {
+				if i, ok := c.idx[name]; ok {
+					n := &c.nodes[i]
+					n.slurmClaim = true
+					c.claim(n, j.Start, j.ID, false)
+				}
+			}
+		}
+	}
+	return candidates
+}
+
+func (c *calc) claim(n *nodeCalc, at time.Time, id string, estimated bool) {
+	if n.claim.IsZero() || at.Before(n.claim) {
+		n.claim, n.claimBy, n.estimated = at, id, estimated
+	}
+}
+
+// partitionNodes returns the indices of the partition's nodes (from its
+// node list and from the nodes' partition lists), and the names it lists
+// that the snapshot has no node for.
+func (c *calc) partitionNodes(name string) (idx []int, missing []string) {
+	c.gen++
+	add := func(i int) {
+		if c.stamp[i] != c.gen {
+			c.stamp[i] = c.gen
+			idx = append(idx, i)
+		}
+	}
+	if p := c.s.Partition(name); p != nil {
+		for _, n := range p.Nodes {
+			if i, ok := c.idx[n]; ok {
+				add(i)
+			} else if !slices.Contains(missing, n) {
+				missing = append(missing, n)
+			}
+		}
+	}
+	for i := range c.s.Nodes {
+		if slices.Contains(c.s.Nodes[i].Partitions, name) {
+			add(i)
+		}
+	}
+	return idx, missing
+}
+
+// freeNow reports whether node i can start a job now, ignoring claims.
+// A busy node held only by excluded jobs counts as free.
+func (c *calc) freeNow(i int) bool {
+	n := &c.nodes[i]
+	if n.holders {
+		return false
+	}
+	switch c.s.Nodes[i].State {
+	case cluster.NodeIdle, cluster.NodePlanned:
+		return true
+	case cluster.NodeAlloc, cluster.NodeMixed, cluster.NodeCompleting:
+		return n.exclHolder
+	}
+	return false
+}
+
+// freeAt is the reported FreeAt: zero when never or unknown.
+func (c *calc) freeAt(i int) time.Time {
+	n := &c.nodes[i]
+	switch {
+	case !c.s.Nodes[i].State.Usable():
+		return time.Time{}
+	case c.freeNow(i):
+		return c.now
+	case !n.holders, n.never, n.unknownEnd:
+		return time.Time{}
+	case n.endMax.Before(c.now): // overdue: ends any moment
+		return c.now
+	}
+	return n.endMax
+}
+
+type shadowNode struct {
+	i       int
+	t       time.Time
+	ours    bool
+	freeNow bool
+}
+
+// shadowList is the usable nodes of a job's partitions in the order an
+// EASY reservation would take them. A node whose end is unknown counts as
+// free now so the estimated start is never later than the real one; on
+// ties our free nodes come first, so the claim lands where it shortens
+// our windows.
+type shadowList struct {
+	nodes   []shadowNode
+	overlap bool // shares a node with our partition
+}
+
+// shadow estimates the reservation of the highest-priority reserving job
+// that backfill has not planned, overlaps our partition and can fit.
+func (c *calc) shadow(candidates []*cluster.Job) {
+	if len(candidates) == 0 {
+		return
+	}
+	slices.SortStableFunc(candidates, func(a, b *cluster.Job) int { return cmp.Compare(b.Priority, a.Priority) })
+	lists := map[string]*shadowList{}
+	for _, j := range candidates {
+		l, ok := lists[j.Partition]
+		if !ok {
+			l = c.shadowList(j.Partition)
+			lists[j.Partition] = l
+		}
+		need := max(j.NumNodes, 1)
+		if !l.overlap || len(l.nodes) < need {
+			continue
+		}
+		start := l.nodes[need-1].t
+		if !j.Start.IsZero() && j.Start.Before(start) { // Slurm's own estimate is earlier
+			start = j.Start
+			if start.Before(c.now) {
+				start = c.now
+			}
+		}
+		for _, sn := range l.nodes[:need] {
+			c.claim(&c.nodes[sn.i], start, j.ID, true)
+		}
+		return
+	}
+}
+
+func (c *calc) shadowList(partitions string) *shadowList {
+	if partitions == "" {
+		if p := c.s.DefaultPartition(); p != nil {
+			partitions = p.Name
+		}
+	}
+	var idx []int
+	for name := range strings.SplitSeq(partitions, ",") {
+		ni, _ := c.partitionNodes(name)
+		idx = append(idx, ni...)
+	}
+	// De-duplicate across partitions.
+	c.gen++
+	l := &shadowList{}
+	for _, i := range idx {
+		if c.stamp[i] == c.gen {
+			continue
+		}
+		c.stamp[i] = c.gen
+		l.overlap = l.overlap || c.ours[i]
+		n := &c.nodes[i]
+		if !c.s.Nodes[i].State.Usable() || n.never {
+			continue
+		}
+		sn := shadowNode{i: i, t: c.now, ours: c.ours[i], freeNow: c.freeNow(i)}
+		if n.holders && !n.unknownEnd && n.endMax.After(c.now) {
+			sn.t = n.endMax
+		}
+		l.nodes = append(l.nodes, sn)
+	}
+	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
+		if r := a.t.Compare(b.t); r != 0 {
+			return r
+		}
+		if a.ours != b.ours {
+			if a.ours {
+				return -1
+			}
+			return 1
+		}
+		if a.freeNow != b.freeNow {
+			if a.freeNow {
+				return -1
+			}
+			return 1
+		}
+		return naturalCompare(c.s.Nodes[a.i].Name, c.s.Nodes[b.i].Name)
+	})
+	return l
+}
+
+func (c *calc) window(i int, partitionUp bool, horizon time.Duration) NodeWindow {
+	node := &c.s.Nodes[i]
+	n := &c.nodes[i]
+	w := NodeWindow{
+		Node:      node.Name,
+		State:     node.State,
+		FreeAt:    c.freeAt(i),
+		Until:     n.claim,
+		ClaimedBy: n.claimBy,
+		Estimated: n.estimated,
+	}
+	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
+		return w
+	}
+	// PLANNED means Slurm reserved it for someone; if we cannot see who
+	// (and it is not our own pilot), assume the reservation starts now.
+	if node.State == cluster.NodePlanned && !n.slurmClaim && !n.exclClaim {
+		return w
+	}
+	w.FreeFor = horizon
+	if !n.claim.IsZero() {
+		if !n.claim.After(c.now) {
+			w.FreeFor = 0
+		} else {
+			w.FreeFor = min(n.claim.Sub(c.now), horizon)
+		}
+	}
+	return w
+}
+
+// summarize turns per-node windows into showbf lines: for each distinct
+// FreeFor d, how many nodes are free for at least d.
+func summarize(nodes []NodeWindow) []Window {
+	var ds []time.Duration
+	for _, n := range nodes {
+		if n.FreeFor > 0 {
+			ds = append(ds, n.FreeFor)
+		}
+	}
+	slices.SortFunc(ds, func(a, b time.Duration) int { return cmp.Compare(b, a) })
+	var out []Window
+	for k, d := range ds {
+		if k == len(ds)-1 || ds[k+1] != d {
+			out = append(out, Window{Nodes: k + 1, Duration: d})
+		}
+	}
+	return out
+}
+
+// noReserve lists the pending reasons for which Slurm's backfill makes no
+// reservation: the job cannot start whatever the nodes do.
+var noReserve = map[string]bool{
+	"JobHeldUser":              true,
+	"JobHeldAdmin":             true,
+	"JobHoldMaxRequeue":        true,
+	"Dependency":               true,
+	"DependencyNeverSatisfied": true,
+	"BeginTime":                true,
+	"PartitionDown":            true,
+	"PartitionInactive":        true,
+	"PartitionNodeLimit":       true,
+	"PartitionTimeLimit":       true,
+	"PartitionConfig":          true,
+	"InvalidAccount":           true,
+	"InvalidQOS":               true,
+	"AccountNotAllowed":        true,
+	"BadConstraints":           true,
+	"JobArrayTaskLimit":        true,
+	"AccountingPolicy":         true,
+	"DeadLine":                 true,
+	"ReservationDeleted":       true,
+	"MaxMemPerLimit":           true,
+}
+
+// Reserves reports whether a pending job with this squeue reason may hold a
+// backfill reservation. Unknown reasons reserve, to be safe. Association
+// and QOS limits (Assoc*, QOS*, Max*PerAccount) do not: backfill skips
+// such jobs before planning them.
+func Reserves(reason string) bool {
+	r, _, _ := strings.Cut(reason, ",") // "ReqNodeNotAvail, UnavailableNodes:..."
+	r = strings.TrimSpace(r)
+	switch {
+	case noReserve[r],
+		strings.HasPrefix(r, "Assoc"),
+		strings.HasPrefix(r, "QOS"),
+		strings.HasPrefix(r, "Max") && strings.HasSuffix(r, "PerAccount"):
+		return false
+	}
+	return true
+}
+
+// naturalCompare orders host names with digit runs compared as numbers,
+// so c2 sorts before c10.
+func naturalCompare(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na, nb := strings.TrimLeft(a[si:i], "0"), strings.TrimLeft(b[sj:j], "0")
+			if r := cmp.Compare(len(na), len(nb)); r != 0 {
+				return r
+			}
+			if r := strings.Compare(na, nb); r != 0 {
+				return r
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return cmp.Compare(a[i], b[j])
+		}
+		i++
+		j++
+	}
+	if r := cmp.Compare(len(a)-i, len(b)-j); r != 0 {
+		return r
+	}
+	return strings.Compare(a, b) // "c01" vs "c1": any fixed order
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// FormatDuration prints d the way Slurm prints time limits, [D-]HH:MM:SS,
+// truncated to the second; cluster.Unlimited prints as UNLIMITED.
+func FormatDuration(d time.Duration) string {
+	if d == cluster.Unlimited {
+		return "UNLIMITED"
+	}
+	sign := ""
+	secs := int64(d / time.Second) // divide first: -MinInt64 overflows
+	if secs < 0 {
+		sign, secs = "-", -secs
+	}
+	days, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
+	if days > 0 {
+		return fmt.Sprintf("%s%d-%02d:%02d:%02d", sign, days, h, m, s)
+	}
+	return fmt.Sprintf("%s%02d:%02d:%02d", sign, h, m, s)
+}
