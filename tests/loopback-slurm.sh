@@ -62,7 +62,9 @@ claim_ports() {
 	mkdir -p "$PORT_LOCKS"
 	used=$(listening_ports)
 	for try in $(seq 1 200); do
-		base=$(( (RANDOM % 380 + 200) * 100 ))
+		# Blocks of 500 below the kernel's ephemeral range (32768+), so
+		# that no outgoing connection takes a daemon's port before it binds.
+		base=$(( 20000 + (RANDOM % 25) * 500 ))
 		busy=0
 		for p in $(seq "$base" $((base + need - 1))); do
 			if grep -qx "$p" <<<"$used"; then busy=1; break; fi
@@ -73,7 +75,7 @@ claim_ports() {
 			local owner
 			owner=$(cat "$PORT_LOCKS/$base/owner" 2>/dev/null || true)
 			[ -n "$owner" ] && [ -d "$owner" ] && continue
-			rm -rf "$PORT_LOCKS/$base"
+			rm -rf "${PORT_LOCKS:?}/$base"
 		fi
 		if mkdir "$PORT_LOCKS/$base" 2>/dev/null; then
 			echo "$dir" >"$PORT_LOCKS/$base/owner"
@@ -174,7 +176,9 @@ cmd_up() {
 		esac
 	done
 	case "$select" in linear | cons_tres) ;; *) die "--select must be linear or cons_tres, not $select" ;; esac
-	[[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 500 ] || die "--nodes must be 1..500, not $nodes"
+	if ! [[ "$nodes" =~ ^[0-9]+$ ]] || [ "$nodes" -lt 1 ] || [ "$nodes" -gt 480 ]; then
+		die "--nodes must be 1..480, not $nodes"
+	fi
 	[ "$(id -u)" -eq 0 ] || die "slurmd must run as root to start jobs; run as root"
 	local missing
 	missing=$(missing_packages)
@@ -187,6 +191,9 @@ cmd_up() {
 	chmod 700 "$dir/munge"
 	[ -n "$base" ] || base=$(claim_ports $((nodes + 12)) "$dir")
 	write_config "$dir" "$nodes" "$select" "$bf" "$base"
+	local i
+	for i in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/c$i"; done
+	mkdir -p "$dir/spool/g1"
 
 	# A private munged: its own key and socket, so the host's munge is untouched.
 	head -c 1024 /dev/urandom >"$dir/munge/munge.key"
@@ -198,7 +205,6 @@ cmd_up() {
 
 	export SLURM_CONF="$dir/slurm.conf"
 	slurmctld -c -f "$SLURM_CONF"
-	local i
 	for i in $(seq 1 "$nodes"); do
 		slurmd -f "$SLURM_CONF" -N "c$i"
 	done

@@ -21,16 +21,16 @@ const Unlimited = time.Duration(math.MaxInt64)
 type NodeState int
 
 const (
-	NodeUnknown NodeState = iota
-	NodeIdle              // free now
-	NodePlanned           // free now, but the backfill scheduler plans to use it
-	NodeAlloc             // every CPU allocated
-	NodeMixed             // some CPUs allocated
-	NodeCompleting        // jobs ending on it
-	NodeDown              // not usable
-	NodeDrain             // drained or draining: takes no new jobs
-	NodeReserved          // in an advanced reservation
-	NodeOther             // future, maint, power-saved, ...: not usable now
+	NodeUnknown    NodeState = iota
+	NodeIdle                 // free now
+	NodePlanned              // free now, but the backfill scheduler plans to use it
+	NodeAlloc                // every CPU allocated
+	NodeMixed                // some CPUs allocated
+	NodeCompleting           // jobs ending on it
+	NodeDown                 // not usable
+	NodeDrain                // drained or draining: takes no new jobs
+	NodeReserved             // in an advanced reservation
+	NodeOther                // future, maint, power-saved, ...: not usable now
 )
 
 var nodeStateNames = [...]string{"unknown", "idle", "planned", "alloc", "mixed", "completing", "down", "drain", "reserved", "other"}
@@ -64,13 +64,13 @@ type Node struct {
 
 // Partition is one Slurm partition.
 type Partition struct {
-	Name         string
-	Nodes        []string // expanded host names
-	MaxTime      time.Duration
-	DefaultTime  time.Duration // 0 when not set
-	PriorityTier int
-	Default      bool
-	Up           bool
+	Name          string
+	Nodes         []string // expanded host names
+	MaxTime       time.Duration
+	DefaultTime   time.Duration // 0 when not set
+	PriorityTier  int
+	Default       bool
+	Up            bool
 	OverSubscribe string // NO, EXCLUSIVE, YES[:n], FORCE[:n]
 }
 

@@ -98,9 +98,7 @@ func TestShowbfWindowIsReal(t *testing.T) {
 // never free; drained and down nodes offer nothing.
 func TestShowbfStates(t *testing.T) {
 	c := setup(t)
-	t.Cleanup(func() {
-		c.Run(t, "scontrol", "update", "nodename=c23,c24", "state=resume")
-	})
+	t.Cleanup(func() { c.CancelAll(t); c.Resume(t, "c23", "c24") })
 	unl := c.Submit(t, "-N1", "-t", "UNLIMITED", "-J", "unlimited", "--wrap", "sleep 600")
 	c.WaitFor(t, 30*time.Second, "unlimited job running", func() bool { return c.JobField(t, unl, "%T") == "RUNNING" })
 	unlNode := c.JobField(t, unl, "%N")

@@ -1,0 +1,230 @@
+package slurm
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+)
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSqueueFormatMatchesFields(t *testing.T) {
+	got := strings.Count(squeueFormat, "%")
+	if got != len(squeueFields) {
+		t.Fatalf("squeueFormat has %d fields, squeueFields %d", got, len(squeueFields))
+	}
+	if a := SqueueArgv(testSeal); strings.Join(a[:4], " ") != "squeue -h -a -o" || a[4] != squeueFormat+"\x1d"+testSeal+"\x1e" {
+		t.Fatalf("SqueueArgv() = %q", a)
+	}
+}
+
+// The fixture is refreshed from the real cluster by
+// `go test ./tests/boundary -run TestFixtures -update-fixtures`, so these
+// checks look jobs up by name and test relations, not captured ids or times.
+func TestParseSqueueFixture(t *testing.T) {
+	jobs, errs := ParseSqueue(bytes.NewReader(readFixture(t, "squeue.txt")), testSeal)
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if len(jobs) != 10 {
+		t.Fatalf("%d jobs, want 10", len(jobs))
+	}
+	byName := map[string]*cluster.Job{}
+	var elements []*cluster.Job
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Name == "arr" && j.ArrayTasks != "" && !j.Pending() {
+			elements = append(elements, j)
+			continue
+		}
+		byName[j.Name] = j
+	}
+	running := func(j *cluster.Job) bool {
+		return j.State == cluster.JobRunning && j.Reason == "None" && !j.Start.IsZero() && !j.Submit.After(j.Start)
+	}
+	big := byName["big"]
+	if big == nil || !running(big) || big.RawState != "RUNNING" || big.NumNodes != 20 || len(big.Nodes) != 20 ||
+		big.Nodes[0] != "c1" || big.Nodes[19] != "c20" || big.TimeLimit != 5*time.Minute ||
+		!big.End.Equal(big.Start.Add(5*time.Minute)) || big.Priority <= 0 || big.User != "root" ||
+		big.Partition != "batch" || big.ArrayJobID != big.ID || big.ArrayTasks != "" || big.Comment != "" || big.SchedNodes != nil {
+		t.Errorf("big = %+v", big)
+	}
+	unl := byName["unl"]
+	if unl == nil || !running(unl) || unl.TimeLimit != cluster.Unlimited || !unl.End.IsZero() || len(unl.Nodes) != 1 {
+		t.Errorf("unl = %+v", unl)
+	}
+	held := byName["held"]
+	if held == nil || held.Reason != "JobHeldUser" || !held.Pending() || held.Nodes != nil || !held.Start.IsZero() || held.Priority != 0 {
+		t.Errorf("held = %+v", held)
+	}
+	arr := byName["arr"] // the pending rest of the array
+	if arr == nil || arr.ArrayJobID != arr.ID || arr.ArrayTasks != "2-9%2" || !arr.Pending() ||
+		arr.Reason != "JobArrayTaskLimit" || arr.TimeLimit != 3*time.Minute || arr.Comment != `pilot:{"a":1} x|y` {
+		t.Fatalf("arr = %+v", arr)
+	}
+	if len(elements) != 2 {
+		t.Fatalf("%d running array elements, want 2", len(elements))
+	}
+	for i, e := range elements {
+		if e.ArrayJobID != arr.ID || e.ID == arr.ID || e.ArrayTasks != fmt.Sprint(i) || !running(e) {
+			t.Errorf("array element %d = %+v", i, e)
+		}
+	}
+	multi := byName["multi\nline"]
+	if multi == nil || multi.Comment != "a\nb\x1fc" || multi.TimeLimit != cluster.Unlimited || !multi.Pending() {
+		t.Errorf("multi-line job = %+v", multi)
+	}
+	pil := byName["pil"]
+	if pil == nil || !running(pil) || pil.Partition != "pilot" || pil.TimeLimit != 2*time.Minute ||
+		len(pil.Nodes) != 1 || !pil.End.Equal(pil.Start.Add(2*time.Minute)) {
+		t.Errorf("pil = %+v", pil)
+	}
+	// blocker needs all 24 nodes, one of which runs an UNLIMITED job: Slurm
+	// plans it a year out, without nodes.
+	blocker := byName["blocker"]
+	if blocker == nil || blocker.NumNodes != 24 || blocker.Reason != "Resources" || blocker.TimeLimit != 10*time.Minute ||
+		blocker.Start.Before(big.End.Add(300*24*time.Hour)) || !blocker.End.Equal(blocker.Start.Add(10*time.Minute)) {
+		t.Errorf("blocker = %+v", blocker)
+	}
+	// wide is planned where the array elements and the pilot end.
+	wide := byName["wide"]
+	if wide == nil || !wide.Pending() || wide.NumNodes != 3 || len(wide.SchedNodes) != 3 || wide.Start.IsZero() ||
+		wide.Start.Before(pil.End) || wide.Start.Before(elements[0].End) {
+		t.Errorf("wide = %+v", wide)
+	}
+}
+
+// rec builds one squeue record from the "big" job with some fields replaced.
+// testSeal is the seal the fixtures were captured with (tests/boundary
+// TestFixtures uses the same word).
+const testSeal = "fixture"
+
+func rec(repl map[int]string) string {
+	f := strings.Split("1\x1f1\x1fN/A\x1fRUNNING\x1fNone\x1fbatch\x1f20\x1fc[1-20]\x1f(null)\x1f5:00\x1f1795317644\x1f1795317645\x1f1795317945\x1f4294901759\x1froot\x1fbig\x1f(null)", "\x1f")
+	for i, v := range repl {
+		f[i] = v
+	}
+	return strings.Join(f, "\x1f") + sealEnd(testSeal)
+}
+
+func TestParseSqueueBadRecords(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  string
+		want string // error text; "" for none
+	}{
+		{"good", rec(map[int]string{0: "2"}), ""},
+		{"time limit", rec(map[int]string{9: "1:xx"}), `squeue record 2: field TimeLimit: bad time "1:xx"`},
+		{"job id", rec(map[int]string{0: "12a"}), `squeue record 2: field JobID: bad job id "12a"`},
+		{"zero job id", rec(map[int]string{0: "0"}), `field JobID: bad job id "0"`},
+		{"state", rec(map[int]string{3: "running!"}), `field State: bad state "running!"`},
+		{"partition", rec(map[int]string{5: ""}), `field Partition: empty`},
+		{"num nodes", rec(map[int]string{6: "-1"}), `field NumNodes: bad node count "-1"`},
+		{"node list", rec(map[int]string{7: "c[1-"}), `field NodeList: bad hostlist "c[1-": unclosed '['`},
+		{"sched nodes", rec(map[int]string{8: "c[2-1]"}), `field SchedNodes: bad hostlist "c[2-1]": bad range "2-1"`},
+		{"submit not epoch", rec(map[int]string{10: "2026-11-22T03:20:38"}), `field SubmitTime: bad time "2026-11-22T03:20:38"`},
+		{"start", rec(map[int]string{11: "x"}), `field StartTime: bad time "x"`},
+		{"end", rec(map[int]string{12: "-5"}), `field EndTime: bad time "-5"`},
+		{"priority", rec(map[int]string{13: "1e9"}), `field Priority: bad priority "1e9"`},
+		{"user", rec(map[int]string{14: ""}), `field User: empty`},
+		{"array index", rec(map[int]string{2: "a-b"}), `field ArrayTaskID: bad array index "a-b"`},
+		{"too few fields", "1\x1f2" + sealEnd(testSeal), `squeue record 2: 2 fields, want 17`},
+		{"truncated", strings.TrimSuffix(rec(nil), sealEnd(testSeal)), `squeue record 2: truncated: "1\x1f1\x1fN/A`},
+		{"duplicate id", rec(map[int]string{15: "again"}), `squeue record 2: duplicate job id 1 (also record 1)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The bad record sits between two good ones that must survive.
+			in := rec(nil) + tc.rec + rec(map[int]string{0: "77"})
+			if tc.name == "truncated" {
+				in = rec(nil) + tc.rec
+			}
+			jobs, errs := ParseSqueue(strings.NewReader(in), testSeal)
+			if tc.want == "" {
+				if len(errs) != 0 || len(jobs) != 3 {
+					t.Fatalf("jobs %d, errs %v", len(jobs), errs)
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errs = %v, want one containing %q", errs, tc.want)
+			}
+			if len(jobs) == 0 || jobs[0].ID != "1" || tc.name != "truncated" && jobs[len(jobs)-1].ID != "77" {
+				t.Fatalf("good records lost: %+v", jobs)
+			}
+		})
+	}
+}
+
+func TestParseSqueueLenientValues(t *testing.T) {
+	tests := []struct {
+		field int
+		val   string
+		check func(j cluster.Job) bool
+	}{
+		{9, "NOT_SET", func(j cluster.Job) bool { return j.TimeLimit == 0 }},
+		{9, "Partition_Limit", func(j cluster.Job) bool { return j.TimeLimit == 0 }},
+		{9, "INVALID", func(j cluster.Job) bool { return j.TimeLimit == 0 }},
+		{9, "2-00:00:00", func(j cluster.Job) bool { return j.TimeLimit == 48*time.Hour }},
+		{9, "1:00:00", func(j cluster.Job) bool { return j.TimeLimit == time.Hour }},
+		{3, "PREEMPTED", func(j cluster.Job) bool { return j.State == cluster.JobOther && j.RawState == "PREEMPTED" }},
+		{3, "COMPLETING", func(j cluster.Job) bool { return j.State == cluster.JobCompleting && j.Holds() }},
+		{1, "N/A", func(j cluster.Job) bool { return j.ArrayJobID == "1" }},
+		{12, "Unknown", func(j cluster.Job) bool { return j.End.IsZero() }},
+		{7, "(null)", func(j cluster.Job) bool { return j.Nodes == nil }},
+		{8, "c[3-4]", func(j cluster.Job) bool { return len(j.SchedNodes) == 2 && j.SchedNodes[1] == "c4" }},
+		{16, "x\x1fy", func(j cluster.Job) bool { return j.Comment == "x\x1fy" }},
+	}
+	for _, tc := range tests {
+		jobs, errs := ParseSqueue(strings.NewReader(rec(map[int]string{tc.field: tc.val})), testSeal)
+		if len(errs) != 0 || len(jobs) != 1 || !tc.check(jobs[0]) {
+			t.Errorf("field %s = %q: jobs %+v errs %v", squeueFields[tc.field], tc.val, jobs, errs)
+		}
+	}
+}
+
+func TestParseSqueueEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n", "  \n"} {
+		if jobs, errs := ParseSqueue(strings.NewReader(in), testSeal); len(jobs) != 0 || len(errs) != 0 {
+			t.Errorf("%q: %v %v", in, jobs, errs)
+		}
+	}
+}
+
+// squeue10k is a synthetic 10,000-job output from the fixture's records
+// with fresh ids.
+func squeue10k(b testing.TB) []byte {
+	recs := strings.SplitAfter(string(readFixture(b, "squeue.txt")), sealEnd(testSeal))
+	recs = recs[:len(recs)-1]
+	var buf bytes.Buffer
+	for i := 0; i < 10000; i++ {
+		r := recs[i%len(recs)]
+		_, rest, _ := strings.Cut(r, fieldSep)
+		fmt.Fprintf(&buf, "%d%s%s", 100000+i, fieldSep, rest)
+	}
+	return buf.Bytes()
+}
+
+func BenchmarkParseSqueue10k(b *testing.B) {
+	data := squeue10k(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		jobs, errs := ParseSqueue(bytes.NewReader(data), testSeal)
+		if len(jobs) != 10000 || len(errs) != 0 {
+			b.Fatalf("%d jobs, errs %v", len(jobs), errs[:min(3, len(errs))])
+		}
+	}
+}
