@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -37,12 +39,36 @@ func Showbf(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "glean showbf: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	// Slurm's clients retry a missing config for a minute: say so at once.
+	if conf := os.Getenv("SLURM_CONF"); conf != "" {
+		if _, err := os.Stat(conf); err != nil {
+			fmt.Fprintf(stderr, "glean showbf: SLURM_CONF=%s: %v; point it at the cluster's slurm.conf\n", conf, err)
+			return 1
+		}
+	}
 	client := &slurm.Client{R: &slurm.Exec{Timeout: timeout}}
 	now := time.Now()
 	snap := client.Snapshot(ctx, now)
+	if len(snap.Partitions) == 0 && !snap.Complete {
+		for _, p := range snap.Problems {
+			fmt.Fprintf(stderr, "glean showbf: cannot read the cluster: %s\n", p)
+		}
+		return 1
+	}
+	if part != "" && snap.Partition(part) == nil {
+		var names []string
+		for _, p := range snap.Partitions {
+			names = append(names, p.Name)
+		}
+		fmt.Fprintf(stderr, "glean showbf: -p %s: no such partition (the cluster has: %s)\n", part, strings.Join(names, ", "))
+		return 2
+	}
 	w, err := policy.BackfillWindows(snap, now, policy.WindowOptions{Partition: part})
 	if err != nil {
 		fmt.Fprintf(stderr, "glean showbf: %v\n", err)
+		for _, p := range snap.Problems {
+			fmt.Fprintf(stderr, "glean showbf: %s\n", p)
+		}
 		return 1
 	}
 	if asJSON {
