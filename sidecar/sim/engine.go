@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"cmp"
+	"container/heap"
+	"math"
+	"slices"
+	"time"
+)
+
+// job is the engine's view of one job.
+type job struct {
+	id     int
+	submit time.Duration
+	run    time.Duration // how long it holds its nodes (cut at the limit if killed)
+	est    time.Duration // what the scheduler plans with; may be Unlimited
+	nodes  int
+	killed bool
+
+	began      bool
+	start, end time.Duration
+	estEnd     time.Duration // start + est, saturated
+}
+
+// addSat adds a duration to a time, saturating at the largest Duration so
+// that Unlimited estimates stay Unlimited.
+func addSat(t, d time.Duration) time.Duration {
+	if d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
+}
+
+// State is the machine and queue between events. Schedulers change it only
+// through start and wake; OnPass hooks read it through its methods.
+type State struct {
+	now   time.Duration
+	size  int
+	free  int
+	queue []*job // pending, FIFO by (submit, ID)
+	// running is ordered by byEstEnd: the order in which the scheduler
+	// expects nodes back, which is all EASY needs for the shadow time.
+	running []*job
+	started bool   // a queued job started during this pass: compact the queue
+	ev      events // job ends and wake-ups
+}
+
+// Now is the simulated time, as an offset from the workload's start.
+func (s *State) Now() time.Duration { return s.now }
+
+// Size is the machine's node count.
+func (s *State) Size() int { return s.size }
+
+// Free is the count of idle nodes.
+func (s *State) Free() int { return s.free }
+
+// Queued is the count of pending jobs.
+func (s *State) Queued() int { return len(s.queue) }
+
+// Running is the count of running jobs.
+func (s *State) Running() int { return len(s.running) }
+
+// byEstEnd orders running jobs by estimated end; at equal ends the smaller
+// job counts first towards a reservation. The tie rule changes which jobs
+// EASY lets use the extra nodes; this one reproduces the reference figures
+// of the shared workloads (by ID alone, KTH-SP2 waits 0.8% less).
+func byEstEnd(a, b *job) int {
+	return cmp.Or(cmp.Compare(a.estEnd, b.estEnd), cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.id, b.id))
+}
+
+// start runs a queued job now. The caller has checked that it fits; the job
+// stays in the queue until compact.
+func (s *State) start(j *job) {
+	j.began = true
+	j.start = s.now
+	j.end = s.now + j.run
+	j.estEnd = addSat(s.now, j.est)
+	s.free -= j.nodes
+	i, _ := slices.BinarySearchFunc(s.running, j, byEstEnd)
+	s.running = slices.Insert(s.running, i, j)
+	s.started = true
+	s.ev.add(event{t: j.end, kind: evEnd, j: j})
+}
+
+// wake asks for a scheduling pass at t even if nothing ends or arrives
+// then: a reservation may start at a time that is no event. Schedulers ask
+// again at every pass, so an event due by t makes the wake-up redundant.
+func (s *State) wake(t time.Duration) {
+	if t <= s.now || t == math.MaxInt64 || len(s.ev) > 0 && s.ev[0].t <= t {
+		return
+	}
+	s.ev.add(event{t: t, kind: evWake})
+}
+
+// finish releases a running job's nodes.
+func (s *State) finish(j *job) {
+	i, ok := slices.BinarySearchFunc(s.running, j, byEstEnd)
+	if !ok {
+		panic("sim: ending a job that is not running")
+	}
+	s.running = slices.Delete(s.running, i, i+1)
+	s.free += j.nodes
+}
+
+// compact drops started jobs from the queue, keeping its order. It moves
+// the rest down in place, so that the queue's array is reused.
+func (s *State) compact() {
+	if !s.started {
+		return
+	}
+	s.started = false
+	k := 0
+	for _, j := range s.queue {
+		if !j.began {
+			s.queue[k] = j
+			k++
+		}
+	}
+	clear(s.queue[k:])
+	s.queue = s.queue[:k]
+}
+
+// scheduler is one policy. Schedulers that keep plans (conservative) learn
+// of arrivals and ends; all start jobs in pass.
+type scheduler interface {
+	arrived(s *State, j *job)
+	ended(s *State, j *job)
+	pass(s *State)
+}
+
+// eventKind orders events at one instant: ends before anything else.
+// Periodic timers (a Slurm-like backfill cycle, pilot policy ticks) will be
+// further kinds.
+type eventKind uint8
+
+const (
+	evEnd  eventKind = iota
+	evWake           // a pass the scheduler asked for
+)
+
+type event struct {
+	t    time.Duration
+	kind eventKind
+	j    *job // nil for evWake
+}
+
+// events is a min-heap on (t, kind, job ID). It is driven through heap.Fix
+// rather than heap.Push/Pop so that no event is boxed into an interface.
+type events []event
+
+func (h events) Len() int { return len(h) }
+func (h events) Less(a, b int) bool {
+	x, y := &h[a], &h[b]
+	if x.t != y.t {
+		return x.t < y.t
+	}
+	if x.kind != y.kind {
+		return x.kind < y.kind
+	}
+	return x.kind == evEnd && x.j.id < y.j.id
+}
+func (h events) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *events) Push(any)     { panic("sim: use add") }
+func (h *events) Pop() any     { panic("sim: use take") }
+
+func (h *events) add(e event) {
+	*h = append(*h, e)
+	heap.Fix(h, len(*h)-1)
+}
+
+func (h *events) take() event {
+	old := *h
+	e := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	if n > 0 {
+		heap.Fix(h, 0)
+	}
+	return e
+}
+
+type engine struct {
+	st     State
+	jobs   []job  // in workload order
+	order  []*job // by (submit, ID)
+	next   int    // next arrival in order
+	sched  scheduler
+	onPass func(time.Duration, *State)
+	events int
+	passes int
+}
+
+func (e *engine) run() {
+	s := &e.st
+	s.ev = make(events, 0, 64)
+	for e.next < len(e.order) || len(s.ev) > 0 {
+		now := time.Duration(math.MaxInt64)
+		if e.next < len(e.order) {
+			now = e.order[e.next].submit
+		}
+		if len(s.ev) > 0 && s.ev[0].t <= now {
+			now = s.ev[0].t
+		}
+		s.now = now
+		for len(s.ev) > 0 && s.ev[0].t == now {
+			ev := s.ev.take()
+			e.events++
+			if ev.kind == evEnd {
+				s.finish(ev.j)
+				e.sched.ended(s, ev.j)
+			}
+		}
+		for e.next < len(e.order) && e.order[e.next].submit == now {
+			j := e.order[e.next]
+			e.next++
+			s.queue = append(s.queue, j)
+			e.sched.arrived(s, j)
+			e.events++
+		}
+		e.sched.pass(s)
+		s.compact()
+		e.passes++
+		if e.onPass != nil {
+			e.onPass(now, s)
+		}
+	}
+}
