@@ -1,0 +1,201 @@
+// Package config holds glean's site configuration (/etc/glean/glean.toml):
+// Default, Load (unknown keys are errors) and Validate (all problems at once).
+// The wrapper, the daemon, the agent and the CLI read the same file.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultPath is where the RPM installs the config; GLEAN_CONFIG overrides it.
+const DefaultPath = "/etc/glean/glean.toml"
+
+// Duration is a time.Duration written as a string ("30s", "2m") in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("bad duration %q (write e.g. \"30s\" or \"2m\")", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Config is the whole file.
+type Config struct {
+	Slurm      Slurm      `toml:"slurm"`
+	Partitions Partitions `toml:"partitions"`
+	Spool      Spool      `toml:"spool"`
+	Policy     Policy     `toml:"policy"`
+	Limits     Limits     `toml:"limits"`
+	Daemon     Daemon     `toml:"daemon"`
+}
+
+// Slurm says where Slurm's commands are.
+type Slurm struct {
+	RealSbatch string   `toml:"real_sbatch"` // the wrapper's target; "" = first sbatch in PATH that is not the wrapper
+	Timeout    Duration `toml:"timeout"`     // per Slurm command
+}
+
+// Partitions names what the admin set aside for glean (ARCHITECTURE.md).
+type Partitions struct {
+	Pilot   string   `toml:"pilot"`   // same nodes as the batch partition, lower PriorityTier
+	Anchor  string   `toml:"anchor"`  // small always-available partition for anchor jobs
+	QOS     string   `toml:"qos"`     // pilots' QOS ("" = none)
+	Account string   `toml:"account"` // pilots' account ("" = the owner's default)
+	Elastic []string `toml:"elastic"` // submissions to these partitions are elastic without --glean
+}
+
+// Spool is the shared directory that is the only channel between the parts.
+type Spool struct {
+	Dir            string `toml:"dir"`
+	Group          string `toml:"group"`           // group of the per-user directories (mode 2770)
+	MaxEntryBytes  int64  `toml:"max_entry_bytes"` // a submission's record, without the script
+	MaxScriptBytes int64  `toml:"max_script_bytes"`
+}
+
+// Policy holds the site's scaling settings; sidecar/policy turns them into
+// its own Config.
+type Policy struct {
+	DefaultMode      string   `toml:"default_mode"` // fair | scavenger
+	AllowThesis      bool     `toml:"allow_thesis"` // mode=thesis takes nodes from everyone: admin's choice
+	Margin           Duration `toml:"margin"`       // subtracted from every backfill window
+	Grace            Duration `toml:"grace"`        // checkpoint time a task gets on give-way
+	MaxPendingPilots int      `toml:"max_pending_pilots"`
+	MaxPilots        int      `toml:"max_pilots"` // 0 = no cap
+	MinPilotTime     Duration `toml:"min_pilot_time"`
+}
+
+// Limits are per-user caps.
+type Limits struct {
+	MaxJobsPerUser  int `toml:"max_jobs_per_user"`
+	MaxTasksPerUser int `toml:"max_tasks_per_user"`
+	MaxTasksPerJob  int `toml:"max_tasks_per_job"`
+}
+
+// Daemon configures gleand.
+type Daemon struct {
+	User          string   `toml:"user"`           // gleand runs as this user
+	Interval      Duration `toml:"interval"`       // 0 = the cluster's bf_interval
+	Rescan        Duration `toml:"rescan"`         // periodic spool rescan (fsnotify misses NFS writes)
+	Watch         bool     `toml:"watch"`          // use fsnotify besides the rescan
+	MetricsListen string   `toml:"metrics_listen"` // "" = no /metrics
+}
+
+// Default is the configuration used where the file says nothing.
+func Default() Config {
+	return Config{
+		Slurm:      Slurm{Timeout: Duration{30 * time.Second}},
+		Partitions: Partitions{Pilot: "pilot", Anchor: "glean", Elastic: []string{}},
+		Spool:      Spool{Dir: "/var/spool/glean", Group: "glean", MaxEntryBytes: 1 << 20, MaxScriptBytes: 4 << 20},
+		Policy: Policy{DefaultMode: "fair", Margin: Duration{2 * time.Minute}, Grace: Duration{60 * time.Second},
+			MaxPendingPilots: 8, MinPilotTime: Duration{2 * time.Minute}},
+		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000},
+		Daemon: Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true},
+	}
+}
+
+// Path is the config file to read: $GLEAN_CONFIG, else DefaultPath.
+func Path() string {
+	if p := os.Getenv("GLEAN_CONFIG"); p != "" {
+		return p
+	}
+	return DefaultPath
+}
+
+// Load reads path over the defaults. Unknown keys and bad values are
+// errors naming the file, so a typo never silently changes behaviour.
+func Load(path string) (Config, error) {
+	c := Default()
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("%s: unknown keys: %s (see etc/glean.toml for the valid ones)", path, strings.Join(keys, ", "))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, a...)...))
+	}
+	if c.Slurm.RealSbatch != "" && !filepath.IsAbs(c.Slurm.RealSbatch) {
+		bad("slurm.real_sbatch", "must be an absolute path, not %q", c.Slurm.RealSbatch)
+	}
+	if c.Slurm.Timeout.Duration <= 0 {
+		bad("slurm.timeout", "must be positive")
+	}
+	if c.Partitions.Pilot == "" {
+		bad("partitions.pilot", "must name the pilot partition")
+	}
+	if c.Partitions.Anchor == "" {
+		bad("partitions.anchor", "must name the anchor partition")
+	}
+	if c.Spool.Dir == "" || !filepath.IsAbs(c.Spool.Dir) {
+		bad("spool.dir", "must be an absolute path, not %q", c.Spool.Dir)
+	}
+	if c.Spool.Group == "" {
+		bad("spool.group", "must name a group")
+	}
+	if c.Spool.MaxEntryBytes <= 0 || c.Spool.MaxScriptBytes <= 0 {
+		bad("spool.max_entry_bytes/max_script_bytes", "must be positive")
+	}
+	switch c.Policy.DefaultMode {
+	case "fair", "scavenger":
+	case "thesis":
+		if !c.Policy.AllowThesis {
+			bad("policy.default_mode", "thesis needs policy.allow_thesis = true")
+		}
+	default:
+		bad("policy.default_mode", "must be fair or scavenger, not %q", c.Policy.DefaultMode)
+	}
+	if c.Policy.Margin.Duration < 0 || c.Policy.Grace.Duration < 0 || c.Policy.MinPilotTime.Duration < time.Minute {
+		bad("policy", "margin and grace must not be negative; min_pilot_time at least 1m (Slurm's unit)")
+	}
+	if c.Policy.MaxPendingPilots < 1 || c.Policy.MaxPilots < 0 {
+		bad("policy.max_pending_pilots", "must be at least 1 (and max_pilots >= 0)")
+	}
+	if c.Limits.MaxJobsPerUser < 1 || c.Limits.MaxTasksPerUser < 1 || c.Limits.MaxTasksPerJob < 1 {
+		bad("limits", "every cap must be at least 1")
+	}
+	if c.Daemon.User == "" {
+		bad("daemon.user", "must name the daemon's user")
+	}
+	if c.Daemon.Interval.Duration < 0 || c.Daemon.Rescan.Duration <= 0 {
+		bad("daemon", "interval must not be negative and rescan must be positive")
+	}
+	return errors.Join(errs...)
+}
+
+// IsElastic reports whether the config marks a partition elastic.
+func (c Config) IsElastic(partition string) bool {
+	for _, p := range c.Partitions.Elastic {
+		if p == partition {
+			return true
+		}
+	}
+	return false
+}

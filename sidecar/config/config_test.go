@@ -1,0 +1,72 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "glean.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The shipped etc/glean.toml documents the defaults: loading it must give
+// exactly Default().
+func TestShippedConfigIsTheDefault(t *testing.T) {
+	c, err := Load("../../etc/glean.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Fatalf("etc/glean.toml differs from Default():\n%+v\n%+v", c, Default())
+	}
+}
+
+func TestLoad(t *testing.T) {
+	c, err := Load(write(t, "[policy]\nmargin = \"90s\"\n[partitions]\nelastic = [\"calib\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Policy.Margin.Duration != 90*time.Second || !c.IsElastic("calib") || c.IsElastic("batch") || c.Partitions.Pilot != "pilot" {
+		t.Fatalf("got %+v", c)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"unknown key", "[policy]\nmargn = \"1m\"\n", "unknown keys: policy.margn"},
+		{"bad duration", "[policy]\nmargin = \"2 minutes\"\n", `bad duration "2 minutes"`},
+		{"thesis not allowed", "[policy]\ndefault_mode = \"thesis\"\n", "thesis needs policy.allow_thesis"},
+		{"bad mode", "[policy]\ndefault_mode = \"greedy\"\n", `must be fair or scavenger, not "greedy"`},
+		{"relative spool", "[spool]\ndir = \"spool\"\n", `spool.dir: must be an absolute path`},
+		{"two problems at once", "[spool]\ndir = \"\"\n[daemon]\nuser = \"\"\n", "daemon.user"},
+		{"not toml", "[policy\n", "glean.toml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(write(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "glean.toml") {
+				t.Fatalf("err = %v, want one naming the file and containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPath(t *testing.T) {
+	t.Setenv("GLEAN_CONFIG", "")
+	if Path() != DefaultPath {
+		t.Fatal(Path())
+	}
+	t.Setenv("GLEAN_CONFIG", "/x/glean.toml")
+	if Path() != "/x/glean.toml" {
+		t.Fatal(Path())
+	}
+}
