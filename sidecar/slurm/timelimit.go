@@ -16,7 +16,7 @@ import (
 // Slurm prints them. A finite limit beyond what a Duration holds (~292
 // years) is returned as cluster.Unlimited.
 func ParseTimeLimit(s string) (time.Duration, error) {
-	switch s {
+	switch strings.ToUpper(s) { // Slurm compares these case-insensitively
 	case "UNLIMITED", "INFINITE":
 		return cluster.Unlimited, nil
 	}

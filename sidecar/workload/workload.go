@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/glean-hpc/glean/sidecar/slurm"
 	"io"
 	"strconv"
 	"strings"
@@ -201,62 +202,15 @@ var maxSpanSec = int64(MaxSpan / time.Second)
 // seconds converts a count of seconds known to be in [0, maxSpanSec].
 func seconds(v int64) time.Duration { return time.Duration(v) * time.Second }
 
-// parseSlurmDuration reads a Slurm time limit: UNLIMITED or INFINITE, or
-// "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S". The leading part is
-// unbounded; the others must be below 60 (24 for hours after days).
+// parseSlurmDuration reads a Slurm time limit with the boundary's parser
+// (one parser of Slurm's time format in the project), bounded by MaxSpan.
 func parseSlurmDuration(s string) (time.Duration, error) {
-	switch strings.ToUpper(s) {
-	case "UNLIMITED", "INFINITE":
-		return Unlimited, nil
+	d, err := slurm.ParseTimeLimit(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a Slurm time (H:MM:SS, D-HH:MM:SS, minutes or UNLIMITED)", s)
 	}
-	bad := fmt.Errorf("%q is not a Slurm time (H:MM:SS, D-HH:MM:SS, minutes or UNLIMITED)", s)
-	var days int64
-	rest := s
-	hasDays := false
-	if d, r, ok := strings.Cut(s, "-"); ok {
-		v, err := parseInt(d, 0, maxSpanSec/86400)
-		if err != nil {
-			return 0, bad
-		}
-		days, rest, hasDays = v, r, true
-	}
-	parts := strings.Split(rest, ":")
-	if len(parts) > 3 {
-		return 0, bad
-	}
-	vals := make([]int64, len(parts))
-	for i, p := range parts {
-		// A leading sign or a long run of digits is never a time.
-		if p == "" || len(p) > 12 || p[0] < '0' || p[0] > '9' {
-			return 0, bad
-		}
-		v, err := parseInt(p, 0, maxSpanSec)
-		if err != nil {
-			return 0, bad
-		}
-		vals[i] = v
-	}
-	var h, m, sec int64
-	switch {
-	case hasDays && len(vals) == 1:
-		h = vals[0]
-	case hasDays && len(vals) == 2:
-		h, m = vals[0], vals[1]
-	case len(vals) == 3:
-		h, m, sec = vals[0], vals[1], vals[2]
-	case len(vals) == 2:
-		m, sec = vals[0], vals[1]
-	default:
-		m = vals[0]
-	}
-	// Only the leading unit may run over.
-	switch {
-	case hasDays && h >= 24, (hasDays || len(vals) == 3) && m >= 60, len(vals) >= 2 && sec >= 60:
-		return 0, bad
-	}
-	total := days*86400 + h*3600 + m*60 + sec
-	if h > maxSpanSec/3600 || m > maxSpanSec/60 || total > maxSpanSec {
+	if d != Unlimited && d > MaxSpan {
 		return 0, fmt.Errorf("%q is longer than %v", s, MaxSpan)
 	}
-	return seconds(total), nil
+	return d, nil
 }
