@@ -82,6 +82,7 @@ func TestParseTimeLimit(t *testing.T) {
 		{"1-2:30", d + 2*h + 30*m},
 		{"1-02:03:04", d + 2*h + 3*m + 4*s},
 		{"UNLIMITED", cluster.Unlimited},
+		{"unlimited", cluster.Unlimited}, // Slurm compares case-insensitively (parse_time.c)
 		{"INFINITE", cluster.Unlimited},
 		{"999999999-00:00:00", cluster.Unlimited}, // beyond a Duration
 	}
@@ -92,7 +93,7 @@ func TestParseTimeLimit(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "1:xx", "1:60", "1-24", "1-2:60:00", "1:2:3:4", "-5", "1-", "+5", " 5", "5m",
-		"1::2", "NOT_SET", "N/A", "unlimited", "1-1-1", "1234567890"} {
+		"1::2", "NOT_SET", "N/A", "1-1-1", "1234567890"} {
 		if got, err := ParseTimeLimit(in); err == nil {
 			t.Errorf("ParseTimeLimit(%q) = %v, want error", in, got)
 		}
