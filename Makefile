@@ -6,13 +6,20 @@ FUZZTIME ?= 10s
 # Fuzz targets as package:FuzzName, found by grep so new ones join automatically.
 FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' sidecar | xargs -r grep -Ho '^func Fuzz[A-Za-z0-9_]*' | sed 's|/[^/]*_test.go:func |:|')
 
-.PHONY: all build test unit bench lint fuzz deps clean demo
+.PHONY: all build spank test unit bench lint fuzz deps clean demo
 
 all: build
 
-build:
+build: spank
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/glean ./cmd/gleand ./cmd/glean-agent
+
+# spank builds the SPANK plugin that makes `#SBATCH --glean` valid (spank/glean.c
+# says how an admin installs it). Needs Slurm's headers: libslurm-dev.
+SPANK_CFLAGS ?= -Wall -Wextra -Werror -O2 -fPIC -shared
+spank: spank/glean.so
+spank/glean.so: spank/glean.c
+	$(CC) $(SPANK_CFLAGS) $(CPPFLAGS) -o $@ $< || { echo "make: building $@ needs gcc and Slurm's slurm/spank.h (Debian: apt-get install libslurm-dev)" >&2; exit 1; }
 
 # deps installs what the tests need: Debian's Slurm and munge (as root), Go modules.
 deps:
@@ -51,4 +58,5 @@ demo:
 
 clean:
 	rm -rf $(BIN)
+	rm -f spank/glean.so
 	$(GO) clean -testcache

@@ -10,6 +10,9 @@
 #       --select S       linear (default) or cons_tres (4 CPUs per node, CR_CPU)
 #       --bf-interval S  backfill interval in seconds (default 1)
 #       --port-base P    first port to use (default: a free block is found)
+#       --spank PATH     load this SPANK plugin (e.g. spank/glean.so): `optional PATH` in the
+#                        cluster's plugstack.conf, read by sbatch/salloc/srun and slurmstepd alike
+#                        (default: an empty plugin stack)
 #   loopback-slurm.sh down DIR                cancel every job, stop the daemons by PID, release the ports
 #   loopback-slurm.sh env DIR                 print `export SLURM_CONF=...` for a shell
 #
@@ -87,7 +90,7 @@ claim_ports() {
 }
 
 write_config() {
-	local dir=$1 nodes=$2 select=$3 bf=$4 base=$5
+	local dir=$1 nodes=$2 select=$3 bf=$4 base=$5 spank=$6
 	local cpus=1 selparams=""
 	if [ "$select" = cons_tres ]; then
 		cpus=4
@@ -137,9 +140,9 @@ PartitionName=batch Nodes=c[1-$nodes] Default=YES MaxTime=INFINITE PriorityTier=
 PartitionName=pilot Nodes=c[1-$nodes] MaxTime=INFINITE PriorityTier=1 State=UP
 PartitionName=glean Nodes=g1 MaxTime=INFINITE PriorityTier=10 OverSubscribe=FORCE:64 State=UP
 EOF
-	# The SPANK plugin is added here once built (spank/); an empty stack is valid.
+	# The SPANK plugin (--spank); an empty stack is valid.
 	: >"$dir/plugstack.conf"
-	[ -n "${GLEAN_SPANK_PLUGIN:-}" ] && echo "optional $GLEAN_SPANK_PLUGIN" >"$dir/plugstack.conf"
+	if [ -n "$spank" ]; then echo "optional $spank" >"$dir/plugstack.conf"; fi
 	echo "$nodes" >"$dir/nodes"
 	echo "$base" >"$dir/port-base"
 }
@@ -165,19 +168,25 @@ all_idle() {
 cmd_up() {
 	local dir=$1
 	shift
-	local nodes=24 select=linear bf=1 base=""
+	local nodes=24 select=linear bf=1 base="" spank=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--nodes) nodes=$2; shift 2 ;;
 		--select) select=$2; shift 2 ;;
 		--bf-interval) bf=$2; shift 2 ;;
 		--port-base) base=$2; shift 2 ;;
+		--spank) spank=$2; shift 2 ;;
 		*) die "unknown option $1 (see the header of $0)" ;;
 		esac
 	done
 	case "$select" in linear | cons_tres) ;; *) die "--select must be linear or cons_tres, not $select" ;; esac
 	if ! [[ "$nodes" =~ ^[0-9]+$ ]] || [ "$nodes" -lt 1 ] || [ "$nodes" -gt 480 ]; then
 		die "--nodes must be 1..480, not $nodes"
+	fi
+	if [ -n "$spank" ]; then
+		[ -f "$spank" ] || die "--spank: no plugin file $spank (build it: make spank)"
+		[[ "$spank" != *[[:space:]]* ]] || die "--spank: plugstack.conf cannot hold a path with spaces: $spank"
+		spank=$(cd "$(dirname "$spank")" && pwd)/$(basename "$spank")
 	fi
 	[ "$(id -u)" -eq 0 ] || die "slurmd must run as root to start jobs; run as root"
 	local missing
@@ -190,7 +199,7 @@ cmd_up() {
 	mkdir -p "$dir/munge" "$dir/state" "$dir/log" "$dir/spool"
 	chmod 700 "$dir/munge"
 	[ -n "$base" ] || base=$(claim_ports $((nodes + 12)) "$dir")
-	write_config "$dir" "$nodes" "$select" "$bf" "$base"
+	write_config "$dir" "$nodes" "$select" "$bf" "$base" "$spank"
 	local i
 	for i in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/c$i"; done
 	mkdir -p "$dir/spool/g1"
@@ -259,5 +268,5 @@ install) cmd_install ;;
 up) [ $# -ge 2 ] || die "usage: $0 up DIR [options]"; cmd_up "${@:2}" ;;
 down) [ $# -eq 2 ] || die "usage: $0 down DIR"; cmd_down "$2" ;;
 env) [ $# -eq 2 ] || die "usage: $0 env DIR"; echo "export SLURM_CONF=$2/slurm.conf" ;;
-*) die "usage: $0 install | up DIR [--nodes N] [--select linear|cons_tres] [--bf-interval S] [--port-base P] | down DIR | env DIR" ;;
+*) die "usage: $0 install | up DIR [--nodes N] [--select linear|cons_tres] [--bf-interval S] [--port-base P] [--spank PATH] | down DIR | env DIR" ;;
 esac

@@ -28,6 +28,7 @@ type Options struct {
 	Nodes      int    // compute nodes c1..cN; default 24
 	Select     string // "linear" (default) or "cons_tres"
 	BFInterval int    // seconds; default 1
+	Spank      string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
 }
 
 // Cluster is a running loopback cluster.
@@ -77,8 +78,12 @@ func Up(opt Options) (*Cluster, error) {
 	}
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Nodes: opt.Nodes}
 	start := time.Now()
-	cmd := exec.Command(Script(), "up", dir, "--nodes", fmt.Sprint(opt.Nodes),
-		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval))
+	args := []string{"up", dir, "--nodes", fmt.Sprint(opt.Nodes),
+		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval)}
+	if opt.Spank != "" {
+		args = append(args, "--spank", opt.Spank)
+	}
+	cmd := exec.Command(Script(), args...)
 	out, err := cmd.CombinedOutput()
 	c.Startup = time.Since(start)
 	if err != nil {
