@@ -222,13 +222,13 @@ cmd_up() {
 	echo "export SLURM_CONF=$SLURM_CONF"
 }
 
-# stop_pidfile sends TERM to the daemon in PIDFILE, waits for it to go, then KILLs.
+# stop_pidfile PIDFILE [SIG] sends SIG (TERM) to the daemon, waits for it to go, then KILLs.
 stop_pidfile() {
-	local f=$1 pid
+	local f=$1 sig=${2:-TERM} pid
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f" 2>/dev/null || true)
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
+	kill "-$sig" "$pid" 2>/dev/null || return 0
 	local end=$((SECONDS + 10))
 	while kill -0 "$pid" 2>/dev/null; do
 		if [ "$SECONDS" -ge "$end" ]; then
@@ -251,11 +251,12 @@ cmd_down() {
 		local end=$((SECONDS + 15))
 		until no_jobs "$dir" || [ "$SECONDS" -ge "$end" ]; do sleep 0.1; done
 	fi
+	# Each daemon takes about 2 s to shut down: stop them all at once.
 	local f
-	for f in "$dir"/slurmd.*.pid; do stop_pidfile "$f" & done
+	for f in "$dir"/slurmd.*.pid "$dir/slurmctld.pid"; do stop_pidfile "$f" & done
 	wait
-	stop_pidfile "$dir/slurmctld.pid"
-	stop_pidfile "$dir/munge/munged.pid"
+	# munged keeps no state worth a graceful stop.
+	stop_pidfile "$dir/munge/munged.pid" KILL
 	local base
 	base=$(cat "$dir/port-base" 2>/dev/null || true)
 	if [ -n "$base" ] && [ "$(cat "$PORT_LOCKS/$base/owner" 2>/dev/null)" = "$dir" ]; then
