@@ -1,0 +1,787 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+)
+
+// PilotState is where a pilot is in Slurm.
+type PilotState int
+
+const (
+	PilotPending PilotState = iota
+	PilotRunning
+)
+
+func (s PilotState) String() string {
+	if s == PilotRunning {
+		return "running"
+	}
+	return "pending"
+}
+
+// Pilot is one pilot job glean submitted. Pilots are known only by these
+// IDs, never by name or comment.
+type Pilot struct {
+	ID    string
+	Job   string // the elastic job it serves
+	Node  string // running: its node; pending: the node it was pinned to, or ""
+	State PilotState
+	// Submitted is when it was submitted; Start and End when it started
+	// and when its time limit ends (zero End: UNLIMITED).
+	Submitted, Start, End time.Time
+	Retiring              bool // told to finish its task and take no more
+	Busy                  bool // running a task
+}
+
+// ElasticJob is one elastic job as the policy sees it.
+type ElasticJob struct {
+	ID     string
+	Mode   Mode
+	Submit time.Time
+	// TasksPending are tasks no worker holds (including tasks handed back);
+	// TasksRunning are held by a pilot or a base element.
+	TasksPending, TasksRunning int
+	// TaskTime is how long one task takes: the learned p95 runtime with a
+	// margin, or the task's -t. 0: unknown (no work cap on pilot sizes).
+	TaskTime time.Duration
+	// BaseJobIDs are the Slurm job ids of the job's plain allocation in
+	// Fair mode (the shadow array, or the rigid job), matched against a
+	// snapshot job's ID and ArrayJobID. To Slurm and to the policy they
+	// are regular jobs: pilots are sized around their reservations and
+	// give way to them, except that a pilot never gives way to its own
+	// job's base (the same work would just change hands). When the job has
+	// no pending task and no pilot of it holds a task, its pending base
+	// jobs are cancelled (CancelBase).
+	BaseJobIDs []string
+}
+
+// State is what glean knows beyond the snapshot.
+type State struct {
+	Jobs   []ElasticJob // in FIFO order: the first gets nodes first
+	Pilots []Pilot
+	// PendingMisses counts consecutive rounds in which a pending pilot
+	// timed out; each adds Config.PendingTimeoutStep to the timeout.
+	// Keep it with NextMisses.
+	PendingMisses int
+	// Started: a pilot started since the last round (a success resets
+	// the misses, as in the thesis).
+	Started bool
+	// BFInterval is one scheduling cycle, the base pending timeout; 0:
+	// the snapshot's bf_interval, else Config.PendingTimeout.
+	BFInterval time.Duration
+}
+
+// NextMisses is PendingMisses for the next round: reset by a start, plus
+// one if acts cancelled a pilot for its pending timeout.
+func (st State) NextMisses(acts []Action) int {
+	m := st.PendingMisses
+	if st.Started {
+		m = 0
+	}
+	for _, a := range acts {
+		if a.Kind == CancelPilot && a.Cause == CauseTimeout {
+			return m + 1
+		}
+	}
+	return m
+}
+
+// ActionKind is what to do.
+type ActionKind int
+
+const (
+	// SubmitPilot: submit one one-node pilot for Job with TimeLimit,
+	// preferably pinned to Node (--nodelist): the pilot was sized for that
+	// node's window and may not fit elsewhere.
+	SubmitPilot ActionKind = iota
+	// CancelPilot: scancel the pilot (TERM, Grace, KILL).
+	CancelPilot
+	// RetirePilot: tell the pilot to finish its task and take no more.
+	RetirePilot
+	// CancelBase: cancel the pending part of Base, a base job of Job
+	// (for a pending array: only its pending elements, scancel -t PD).
+	CancelBase
+)
+
+var actionKindNames = [...]string{"submit", "cancel", "retire", "cancel-base"}
+
+func (k ActionKind) String() string {
+	if k >= 0 && int(k) < len(actionKindNames) {
+		return actionKindNames[k]
+	}
+	return fmt.Sprintf("ActionKind(%d)", int(k))
+}
+
+// Cause says why, for metrics and logs.
+type Cause int
+
+const (
+	CauseHarvest  Cause = iota // submit: idle nodes to harvest
+	CauseTimeout               // cancel: pending longer than the timeout
+	CauseNoWork                // cancel: no task for the pilot to run
+	CauseGiveWay               // cancel or retire: a pending job needs the node
+	CauseThesis                // cancel: thesis Algorithm 1 releases nodes
+	CauseWorkDone              // cancel base: the plain allocation has no work left
+)
+
+var causeNames = [...]string{"harvest", "timeout", "no-work", "give-way", "thesis", "work-done"}
+
+func (c Cause) String() string {
+	if c >= 0 && int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("Cause(%d)", int(c))
+}
+
+// Action is one thing for the caller to do.
+type Action struct {
+	Kind      ActionKind
+	Cause     Cause
+	Job       string        // the elastic job
+	Pilot     string        // CancelPilot, RetirePilot
+	Base      string        // CancelBase
+	Node      string        // the node the pilot was sized for, or holds
+	TimeLimit time.Duration // SubmitPilot: whole minutes, or cluster.Unlimited
+	Claimant  string        // give way: the pending job that needs the node
+	By        time.Time     // give way: when it needs it
+	Reason    string        // for humans
+}
+
+func (a Action) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s job=%s", a.Kind, a.Cause, a.Job)
+	if a.Pilot != "" {
+		fmt.Fprintf(&b, " pilot=%s", a.Pilot)
+	}
+	if a.Base != "" {
+		fmt.Fprintf(&b, " base=%s", a.Base)
+	}
+	if a.Node != "" {
+		fmt.Fprintf(&b, " node=%s", a.Node)
+	}
+	if a.Kind == SubmitPilot {
+		fmt.Fprintf(&b, " time=%s", FormatDuration(a.TimeLimit))
+	}
+	if a.Claimant != "" {
+		fmt.Fprintf(&b, " for=%s by=%s", a.Claimant, a.By.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+// Decide is the policy: from one snapshot, glean's state, the config and
+// the time, what to submit, cancel and retire. It is pure: no I/O, no
+// clock, no randomness; the same input gives the same actions in the same
+// order (timeouts, no-work releases, base cancels, give-way, thesis
+// releases, submissions). No pilot appears in two actions.
+//
+// It adds no pilot when the snapshot is incomplete, when a pending pilot
+// timed out this round (the thesis: the scaling exits), or when the pilot
+// partition is missing; it still cancels. With an invalid config it does
+// nothing.
+//
+// What the snapshot must carry, as Slurm shows it: node states; running
+// jobs with Nodes and End (or UNLIMITED); pending jobs with Priority,
+// Reason, NumNodes, TimeLimit, Partition, and, where the backfill
+// scheduler planned them, Start and SchedNodes (the top job unplanned is
+// estimated EASY-style; jobs further down unplanned are seen only when
+// they could start now); a pending array as one line with ArrayTasks;
+// glean's pilots as ordinary lines, recognised only by State.Pilots' IDs.
+func Decide(s *cluster.Snapshot, st State, cfg Config, now time.Time) []Action {
+	if s == nil || cfg.Validate() != nil {
+		return nil
+	}
+	d := newDecider(s, st, cfg, now)
+	d.timeouts()
+	d.noWork()
+	d.baseCancels()
+	if d.winOK {
+		d.giveWay()
+		d.thesis()
+		if s.Complete && !d.timedOut {
+			d.submit()
+		}
+	}
+	return d.acts
+}
+
+// decider holds one round's derived view. Nodes are indices into s.Nodes,
+// pilots indices into st.Pilots, elastic jobs indices into st.Jobs.
+type decider struct {
+	s   *cluster.Snapshot
+	st  State
+	cfg Config
+	now time.Time
+
+	jobIdx   map[string]int // elastic job id -> index
+	baseOf   map[string]int // base job id -> elastic job index
+	pilotIdx map[string]int // pilot id -> index
+	exclude  map[string]bool
+	gone     []bool // pilot cancelled or retired this round
+	acts     []Action
+	timedOut bool
+
+	nodeIdx map[string]int
+	win     Windows
+	winOK   bool
+	wAt     []int // node -> index in win.Nodes; -1 outside the pilot partition
+
+	pilotOn  []int  // node -> running pilot on it, -1
+	targeted []bool // node -> a pending pilot is pinned to it
+	unpinned int    // pending pilots with no node
+
+	// Holders other than glean's pilots.
+	held      []bool      // node has a non-pilot holder
+	heldEnd   []time.Time // latest End of those holders
+	heldNever []bool      // one of them never ends (UNLIMITED or unknown End)
+
+	pend     []int          // reserving pending non-pilot jobs (s.Jobs indices), by priority
+	pendRank map[string]int // job id -> position in pend
+	started  map[string]bool
+	consumed []bool // node taken by a pending job that starts now (give-way pass)
+	// Rule A's reservations by node: the window's and rule B's.
+	wClaim, eClaim []rankClaim
+	startedRank    []bool // by rank in pend
+
+	thesisTake  bool
+	thesisLimit time.Duration
+	thesisWhy   string
+	partMember  map[string][]bool
+}
+
+func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decider {
+	d := &decider{s: s, st: st, cfg: cfg, now: now,
+		jobIdx:   make(map[string]int, len(st.Jobs)),
+		baseOf:   map[string]int{},
+		pilotIdx: make(map[string]int, len(st.Pilots)),
+		exclude:  make(map[string]bool, len(st.Pilots)),
+		gone:     make([]bool, len(st.Pilots)),
+		nodeIdx:  make(map[string]int, len(s.Nodes)),
+		started:  map[string]bool{},
+	}
+	for i, j := range st.Jobs {
+		if _, dup := d.jobIdx[j.ID]; !dup {
+			d.jobIdx[j.ID] = i
+		}
+		for _, b := range j.BaseJobIDs {
+			d.baseOf[b] = i
+		}
+	}
+	for i, p := range st.Pilots {
+		d.pilotIdx[p.ID] = i
+		d.exclude[p.ID] = true
+	}
+	n := len(s.Nodes)
+	for i := range s.Nodes {
+		if _, dup := d.nodeIdx[s.Nodes[i].Name]; !dup {
+			d.nodeIdx[s.Nodes[i].Name] = i
+		}
+	}
+	d.pilotOn = make([]int, n)
+	for i := range d.pilotOn {
+		d.pilotOn[i] = -1
+	}
+	d.targeted = make([]bool, n)
+	d.held = make([]bool, n)
+	d.heldEnd = make([]time.Time, n)
+	d.heldNever = make([]bool, n)
+	d.consumed = make([]bool, n)
+
+	// Pilots' nodes: glean's record first, the snapshot fills gaps. The
+	// slice is cloned so that filling never writes into the caller's.
+	d.st.Pilots = slices.Clone(st.Pilots)
+	for k := range s.Jobs {
+		j := &s.Jobs[k]
+		if pi, ok := d.pilotIdx[j.ID]; ok {
+			p := &d.st.Pilots[pi]
+			if p.Node == "" {
+				switch {
+				case p.State == PilotRunning && j.Holds() && len(j.Nodes) > 0:
+					p.Node = j.Nodes[0]
+				case p.State == PilotPending && j.Pending() && len(j.SchedNodes) > 0:
+					p.Node = j.SchedNodes[0]
+				}
+			}
+			continue
+		}
+		if !j.Holds() {
+			if j.Pending() && Reserves(j.Reason) {
+				d.pend = append(d.pend, k)
+			}
+			continue
+		}
+		for _, name := range j.Nodes {
+			i, ok := d.nodeIdx[name]
+			if !ok {
+				continue
+			}
+			d.held[i] = true
+			switch {
+			case j.TimeLimit == cluster.Unlimited || j.End.IsZero():
+				d.heldNever[i] = true
+			case j.End.After(d.heldEnd[i]):
+				d.heldEnd[i] = j.End
+			}
+		}
+	}
+	for pi, p := range d.st.Pilots {
+		i, ok := d.nodeIdx[p.Node]
+		switch {
+		case p.State == PilotRunning && ok:
+			d.pilotOn[i] = pi
+		case p.State == PilotPending && ok:
+			d.targeted[i] = true
+		case p.State == PilotPending:
+			d.unpinned++
+		}
+	}
+
+	slices.SortStableFunc(d.pend, func(a, b int) int { return cmp.Compare(s.Jobs[b].Priority, s.Jobs[a].Priority) })
+	d.pendRank = make(map[string]int, len(d.pend))
+	for r, k := range d.pend {
+		if _, dup := d.pendRank[s.Jobs[k].ID]; !dup {
+			d.pendRank[s.Jobs[k].ID] = r
+		}
+	}
+
+	w, err := BackfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude})
+	if err == nil {
+		d.win, d.winOK = w, true
+		d.wAt = make([]int, n)
+		for i := range d.wAt {
+			d.wAt[i] = -1
+		}
+		for wi := range w.Nodes {
+			if i, ok := d.nodeIdx[w.Nodes[wi].Node]; ok {
+				d.wAt[i] = wi
+			}
+		}
+	}
+	return d
+}
+
+// job returns the elastic job a pilot serves, or nil for an orphan.
+func (d *decider) job(p *Pilot) *ElasticJob {
+	if i, ok := d.jobIdx[p.Job]; ok {
+		return &d.st.Jobs[i]
+	}
+	return nil
+}
+
+// modeOf is the mode of a pilot's job; an orphan's pilots are Fair.
+func (d *decider) modeOf(p *Pilot) Mode {
+	if j := d.job(p); j != nil {
+		return j.Mode
+	}
+	return Fair
+}
+
+func (d *decider) emit(a Action) { d.acts = append(d.acts, a) }
+
+func (d *decider) cancel(pi int, c Cause, why string) {
+	p := &d.st.Pilots[pi]
+	d.gone[pi] = true
+	d.emit(Action{Kind: CancelPilot, Cause: c, Job: p.Job, Pilot: p.ID, Node: p.Node, Reason: why})
+}
+
+// cancelOrder is the thesis's order for giving nodes back (4.3.3): the
+// pilot closest to its end first (UNLIMITED last), then the newest.
+func (d *decider) cancelOrder(a, b int) int {
+	pa, pb := &d.st.Pilots[a], &d.st.Pilots[b]
+	switch {
+	case pa.End.IsZero() != pb.End.IsZero():
+		if pa.End.IsZero() {
+			return 1
+		}
+		return -1
+	case !pa.End.Equal(pb.End):
+		return pa.End.Compare(pb.End)
+	case !pa.Submitted.Equal(pb.Submitted):
+		return pb.Submitted.Compare(pa.Submitted)
+	}
+	return naturalCompare(pb.ID, pa.ID)
+}
+
+// timeouts cancels pending pilots older than the timeout: one scheduling
+// cycle, plus a step per consecutive miss, bounded.
+func (d *decider) timeouts() {
+	base := d.st.BFInterval
+	if base <= 0 {
+		base = d.s.Config.BackfillInterval
+	}
+	if base <= 0 {
+		base = d.cfg.PendingTimeout
+	}
+	misses := d.st.PendingMisses
+	if d.st.Started {
+		misses = 0
+	}
+	limit := base + time.Duration(max(misses, 0))*d.cfg.PendingTimeoutStep
+	if limit > d.cfg.PendingTimeoutMax || limit < base { // bounded, and no overflow
+		limit = max(d.cfg.PendingTimeoutMax, base)
+	}
+	for pi, p := range d.st.Pilots {
+		if p.State != PilotPending {
+			continue
+		}
+		if age := d.now.Sub(p.Submitted); age > limit {
+			d.timedOut = true
+			d.cancel(pi, CauseTimeout, fmt.Sprintf("pending %s, timeout %s", FormatDuration(age), FormatDuration(limit)))
+		}
+	}
+}
+
+// idleSlots are the pilots of job ji (or of orphans, ji -1 with id) that
+// would take a task now: pending ones and running ones with none.
+func (d *decider) idleSlots(id string) (pending, idle []int) {
+	for pi, p := range d.st.Pilots {
+		if d.gone[pi] || p.Job != id || p.Retiring {
+			continue
+		}
+		switch {
+		case p.State == PilotPending:
+			pending = append(pending, pi)
+		case !p.Busy:
+			idle = append(idle, pi)
+		}
+	}
+	return pending, idle
+}
+
+// noWork cancels pilots beyond the work left: a job's pending and idle
+// pilots in excess of its pending tasks, the pending ones first (newest
+// first), then idle running ones in cancel order. Busy pilots keep their
+// task. Orphans (pilots of jobs not in State) have no work.
+func (d *decider) noWork() {
+	seen := map[string]bool{}
+	for _, p := range d.st.Pilots {
+		if seen[p.Job] {
+			continue
+		}
+		seen[p.Job] = true
+		tasks := 0
+		if j := d.job(&p); j != nil {
+			if j.Mode == Thesis && d.cfg.ThesisHoldEmpty {
+				continue
+			}
+			tasks = j.TasksPending
+		}
+		pending, idle := d.idleSlots(p.Job)
+		surplus := len(pending) + len(idle) - max(tasks, 0)
+		if surplus <= 0 {
+			continue
+		}
+		slices.SortFunc(pending, func(a, b int) int {
+			pa, pb := &d.st.Pilots[a], &d.st.Pilots[b]
+			if c := pb.Submitted.Compare(pa.Submitted); c != 0 {
+				return c
+			}
+			return naturalCompare(pb.ID, pa.ID)
+		})
+		slices.SortFunc(idle, d.cancelOrder)
+		for _, pi := range append(pending, idle...)[:surplus] {
+			d.cancel(pi, CauseNoWork, fmt.Sprintf("%d pending tasks for %d idle pilots", max(tasks, 0), len(pending)+len(idle)))
+		}
+	}
+}
+
+// baseCancels cancels the pending base jobs of a Fair job with no pending
+// task and no task on a pilot (a pilot that gives way hands its task back,
+// and the base must then still be there).
+func (d *decider) baseCancels() {
+	for ji := range d.st.Jobs {
+		j := &d.st.Jobs[ji]
+		if j.Mode != Fair || len(j.BaseJobIDs) == 0 || j.TasksPending > 0 {
+			continue
+		}
+		busy := false
+		for pi, p := range d.st.Pilots {
+			if !d.gone[pi] && p.Job == j.ID && p.State == PilotRunning && p.Busy {
+				busy = true
+				break
+			}
+		}
+		if busy {
+			continue
+		}
+		done := map[string]bool{}
+		for k := range d.s.Jobs {
+			sj := &d.s.Jobs[k]
+			if !sj.Pending() || done[sj.ID] || !(slices.Contains(j.BaseJobIDs, sj.ID) || sj.ArrayJobID != "" && slices.Contains(j.BaseJobIDs, sj.ArrayJobID)) {
+				continue
+			}
+			done[sj.ID] = true
+			d.emit(Action{Kind: CancelBase, Cause: CauseWorkDone, Job: j.ID, Base: sj.ID, Reason: "no work left for the plain allocation"})
+		}
+	}
+}
+
+// member reports node membership of a partition, cached.
+func (d *decider) member(name string) []bool {
+	if m, ok := d.partMember[name]; ok {
+		return m
+	}
+	if d.partMember == nil {
+		d.partMember = map[string][]bool{}
+	}
+	m := make([]bool, len(d.s.Nodes))
+	if p := d.s.Partition(name); p != nil {
+		for _, n := range p.Nodes {
+			if i, ok := d.nodeIdx[n]; ok {
+				m[i] = true
+			}
+		}
+	}
+	for i := range d.s.Nodes {
+		if slices.Contains(d.s.Nodes[i].Partitions, name) {
+			m[i] = true
+		}
+	}
+	d.partMember[name] = m
+	return m
+}
+
+// partitions of a job: its comma-separated list, or the default.
+func (d *decider) partitions(j *cluster.Job) []string {
+	if j.Partition == "" {
+		if p := d.s.DefaultPartition(); p != nil {
+			return []string{p.Name}
+		}
+		return nil
+	}
+	return strings.Split(j.Partition, ",")
+}
+
+// timeLimit of a pending job: its own, else its partition's default or
+// maximum, else unlimited.
+func (d *decider) timeLimit(j *cluster.Job) time.Duration {
+	if j.TimeLimit > 0 {
+		return j.TimeLimit
+	}
+	for _, name := range d.partitions(j) {
+		if p := d.s.Partition(name); p != nil {
+			if p.DefaultTime > 0 {
+				return p.DefaultTime
+			}
+			if p.MaxTime > 0 {
+				return p.MaxTime
+			}
+		}
+	}
+	return cluster.Unlimited
+}
+
+func addDur(t time.Time, d time.Duration) time.Time {
+	if d == cluster.Unlimited {
+		return time.Time{} // never
+	}
+	return t.Add(d)
+}
+
+// pilotLimit turns a window into a pilot time limit: minus the margin,
+// down to whole minutes; cluster.Unlimited stays.
+func (d *decider) pilotLimit(window time.Duration) time.Duration {
+	if window == cluster.Unlimited {
+		return window
+	}
+	return (window - d.cfg.Margin).Truncate(time.Minute)
+}
+
+// capLimit applies a partition cap to a limit, in whole minutes.
+func capLimit(limit, maxTime time.Duration) time.Duration {
+	if maxTime > 0 && maxTime != cluster.Unlimited && limit > maxTime {
+		return maxTime.Truncate(time.Minute)
+	}
+	return limit
+}
+
+// syncRelease makes a pilot end on a SyncRelease boundary: the latest one its
+// limit reaches; an unlimited pilot ends on the first boundary at least
+// one frame away. 0 when none fits.
+func (d *decider) syncRelease(limit time.Duration) time.Duration {
+	f := d.cfg.SyncRelease
+	if f <= 0 {
+		return limit
+	}
+	if limit == cluster.Unlimited {
+		limit = 2 * f
+	}
+	end := d.now.Add(limit)
+	end = end.Add(-time.Duration(end.UnixNano() % int64(f)))
+	if l := end.Sub(d.now).Truncate(time.Minute); l > 0 {
+		return l
+	}
+	return 0
+}
+
+// runningBase counts the nodes held by a job's running base jobs.
+func (d *decider) runningBase(j *ElasticJob) int {
+	if len(j.BaseJobIDs) == 0 {
+		return 0
+	}
+	n := 0
+	for k := range d.s.Jobs {
+		sj := &d.s.Jobs[k]
+		if sj.Holds() {
+			if bi, ok := d.baseOf[sj.ID]; ok && d.st.Jobs[bi].ID == j.ID {
+				n += max(len(sj.Nodes), 1)
+			} else if bi, ok := d.baseOf[sj.ArrayJobID]; ok && sj.ArrayJobID != "" && d.st.Jobs[bi].ID == j.ID {
+				n += max(len(sj.Nodes), 1)
+			}
+		}
+	}
+	return n
+}
+
+// candidate is a node a pilot could be submitted to.
+type candidate struct {
+	i      int
+	window time.Duration
+}
+
+// submit sizes and submits pilots, jobs in FIFO order, within the caps.
+func (d *decider) submit() {
+	pendingNow, total := 0, 0
+	for pi, p := range d.st.Pilots {
+		if d.gone[pi] {
+			continue
+		}
+		total++
+		if p.State == PilotPending {
+			pendingNow++
+		}
+	}
+	budget := d.cfg.MaxPendingPilots - pendingNow
+	if d.cfg.MaxPilots > 0 {
+		budget = min(budget, d.cfg.MaxPilots-total)
+	}
+	if budget <= 0 {
+		return
+	}
+	part := d.s.Partition(d.win.Partition)
+
+	// Window candidates (Fair, Scavenger): free for a while, not taken by a
+	// pending job that starts now, not held by or promised to a pilot.
+	var cands []candidate
+	for i := range d.s.Nodes {
+		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
+			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor})
+		}
+	}
+	byWindow := func(a, b candidate) int {
+		if c := cmp.Compare(b.window, a.window); c != 0 {
+			return c
+		}
+		return naturalCompare(d.s.Nodes[a.i].Name, d.s.Nodes[b.i].Name)
+	}
+	slices.SortFunc(cands, byWindow)
+	cands = cands[min(d.unpinned, len(cands)):] // pilots Slurm will place somewhere
+
+	// Thesis candidates: idle now, whatever the claims (the thesis does not
+	// see them; its time limit is its own).
+	var tcands []candidate
+	if d.thesisTake {
+		for i := range d.s.Nodes {
+			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
+				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor})
+			}
+		}
+		slices.SortFunc(tcands, byWindow)
+		tcands = tcands[min(d.unpinned, len(tcands)):]
+	}
+
+	taken := make(map[int]bool)
+	for ji := range d.st.Jobs {
+		if budget <= 0 {
+			return
+		}
+		j := &d.st.Jobs[ji]
+		if j.TasksPending <= 0 {
+			continue
+		}
+		minTL := max(d.cfg.MinPilotTime, j.TaskTime)
+		pending, idle := d.idleSlots(j.ID)
+		want := j.TasksPending - len(pending) - len(idle)
+		if j.Mode == Thesis {
+			if !d.thesisTake {
+				continue
+			}
+			if d.cfg.ThesisHoldEmpty {
+				want = len(tcands)
+			}
+			tl := d.syncRelease(d.thesisLimit)
+			if tl < minTL {
+				continue
+			}
+			for _, c := range tcands {
+				if want <= 0 || budget <= 0 {
+					break
+				}
+				if taken[c.i] {
+					continue
+				}
+				taken[c.i] = true
+				want--
+				budget--
+				d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl, Reason: d.thesisWhy})
+			}
+			continue
+		}
+		if want <= 0 {
+			continue
+		}
+		var picked []candidate
+		for _, c := range cands {
+			if len(picked) == min(want, budget) {
+				break
+			}
+			if !taken[c.i] && d.pilotLimit(c.window) >= minTL {
+				picked = append(picked, c)
+			}
+		}
+		if len(picked) == 0 {
+			continue
+		}
+		// Work cap: the pending tasks shared by every worker the job will
+		// have, in whole tasks, in whole minutes up; never under minTL.
+		workCap := cluster.Unlimited
+		if j.TaskTime > 0 {
+			workers := len(picked) + len(pending) + len(idle) + d.runningBase(j)
+			for pi, p := range d.st.Pilots {
+				if !d.gone[pi] && p.Job == j.ID && p.State == PilotRunning && p.Busy && !p.Retiring {
+					workers++
+				}
+			}
+			rounds := (j.TasksPending + workers - 1) / workers
+			workCap = max(roundUpMinute(time.Duration(rounds)*j.TaskTime), minTL)
+		}
+		for _, c := range picked {
+			tl := d.syncRelease(min(d.pilotLimit(c.window), workCap))
+			if tl < minTL {
+				continue
+			}
+			taken[c.i] = true
+			budget--
+			d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl,
+				Reason: fmt.Sprintf("window %s, work %s", FormatDuration(c.window), FormatDuration(workCap))})
+		}
+	}
+}
+
+func roundUpMinute(d time.Duration) time.Duration {
+	if r := d % time.Minute; r != 0 {
+		return d + time.Minute - r
+	}
+	return d
+}
+
+// idleNow: usable, no holder at all (pilots included), and idle by sinfo.
+func (d *decider) idleNow(i int) bool {
+	st := d.s.Nodes[i].State
+	return (st == cluster.NodeIdle || st == cluster.NodePlanned) && !d.held[i] && d.pilotOn[i] < 0
+}

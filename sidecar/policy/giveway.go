@@ -1,0 +1,607 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+)
+
+// Give way (Fair and Scavenger pilots; the thesis mode gives back by its
+// own Algorithm 1). A pilot must leave when a pending regular job would
+// start earlier with its node, by the time the job would start:
+//
+//	A (starts now): in priority order, each reserving pending job takes
+//	  the nodes free now that it may use (idle ones first, then pilots'
+//	  in cancel order) if they are enough; the pilots it takes are given.
+//	  A job that fits on idle nodes alone takes them too: Slurm will
+//	  start it, so no pilot goes there. A job Slurm starts within Grace
+//	  anyway gets no pilot's node.
+//	B (Slurm's plan): a planned job whose SchedNodes include pilots'
+//	  nodes and that, without those pilots, could start on the same nodes
+//	  more than Grace before its planned Start: the pilots ending after
+//	  that earlier time are given. A and B run in one pass by priority,
+//	  and B's earlier start becomes the job's reservation for the jobs
+//	  below it (Slurm's plan is later only because of the pilots).
+//	B' (EASY shadow): the same for the top unplanned job, on the nodes
+//	  of its partitions, giving as few pilots as it needs.
+//	C (claims): a non-estimated reservation on a pilot's node that
+//	  starts before the pilot ends (plus Grace).
+//
+// The claimant's start decides: within RetireHorizon the pilot is
+// cancelled, further it is retired (and cancelled in a later round if it
+// is still there when the start comes close). A pilot ending within
+// Grace of the need is left alone, and a pilot never gives way to its own
+// job's base allocation.
+
+// need records that pilot pi must be gone by by, for claimant who.
+type need struct {
+	by  time.Time
+	who string
+}
+
+func (d *decider) giveWay() {
+	needs := map[int]need{}
+	add := func(pi int, by time.Time, who string) {
+		if by.Before(d.now) {
+			by = d.now
+		}
+		if n, ok := needs[pi]; !ok || by.Before(n.by) {
+			needs[pi] = need{by, who}
+		}
+	}
+	givers := d.anyGivable()
+	if givers || d.anyHarvester() {
+		d.rulePass(add, givers)
+	}
+	if givers {
+		d.ruleTop(add)
+		d.ruleClaims(add)
+	}
+	if len(needs) == 0 {
+		return
+	}
+	pis := make([]int, 0, len(needs))
+	for pi := range needs {
+		pis = append(pis, pi)
+	}
+	slices.SortFunc(pis, func(a, b int) int {
+		if c := needs[a].by.Compare(needs[b].by); c != 0 {
+			return c
+		}
+		return d.cancelOrder(a, b)
+	})
+	for _, pi := range pis {
+		p := &d.st.Pilots[pi]
+		n := needs[pi]
+		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by}
+		if n.by.After(d.now.Add(d.cfg.RetireHorizon)) {
+			if p.Retiring {
+				continue // already told; cancelled when the need comes close
+			}
+			a.Kind = RetirePilot
+			p.Retiring = true
+		} else {
+			d.gone[pi] = true
+		}
+		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(n.by.Sub(d.now)))
+		d.emit(a)
+	}
+}
+
+// giver is the pilot on node i that would have to give it, or -1 (none,
+// or one leaving this round anyway).
+func (d *decider) giver(i int) int {
+	if pi := d.pilotOn[i]; pi >= 0 && !d.gone[pi] {
+		return pi
+	}
+	return -1
+}
+
+// givable reports whether running pilot pi gives way by these rules.
+func (d *decider) givable(pi int) bool {
+	p := &d.st.Pilots[pi]
+	return !d.gone[pi] && p.State == PilotRunning && d.modeOf(p) != Thesis
+}
+
+func (d *decider) anyGivable() bool {
+	for i, pi := range d.pilotOn {
+		if pi >= 0 && d.wAt[i] >= 0 && d.givable(pi) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyHarvester: some non-thesis job may get pilots this round.
+func (d *decider) anyHarvester() bool {
+	for _, j := range d.st.Jobs {
+		if j.Mode != Thesis && j.TasksPending > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// owner is the elastic job whose base j is, or -1.
+func (d *decider) owner(j *cluster.Job) int {
+	if o, ok := d.baseOf[j.ID]; ok {
+		return o
+	}
+	if j.ArrayJobID != "" {
+		if o, ok := d.baseOf[j.ArrayJobID]; ok {
+			return o
+		}
+	}
+	return -1
+}
+
+// gives reports whether pilot pi may give its node to a job of owner.
+func (d *decider) gives(pi, owner int) bool {
+	if !d.givable(pi) {
+		return false
+	}
+	if owner < 0 {
+		return true
+	}
+	return d.st.Pilots[pi].Job != d.st.Jobs[owner].ID
+}
+
+// avail is when node i is free if the pilots that give to owner left now;
+// ok is false if never (unusable, unlimited, or unknown end).
+func (d *decider) avail(i, owner int) (time.Time, bool) {
+	n := &d.s.Nodes[i]
+	if !n.State.Usable() {
+		return time.Time{}, false
+	}
+	t := d.now
+	pi := d.pilotOn[i] // a pilot leaving this round counts as gone
+	switch {
+	case d.held[i]:
+		if d.heldNever[i] {
+			return time.Time{}, false
+		}
+		if d.heldEnd[i].After(t) {
+			t = d.heldEnd[i]
+		}
+	case pi < 0 && n.State != cluster.NodeIdle && n.State != cluster.NodePlanned:
+		return time.Time{}, false // busy with nothing we can see
+	}
+	if pi >= 0 && !d.gone[pi] && !d.gives(pi, owner) {
+		e := d.st.Pilots[pi].End
+		if e.IsZero() {
+			return time.Time{}, false
+		}
+		if e.After(t) {
+			t = e
+		}
+	}
+	return t, true
+}
+
+// pool is the pilot partition's nodes, in one job's partitions, free now
+// but for pilots that give way, in the order claimants take them; left
+// counts those not taken yet.
+type pool struct {
+	nodes []int
+	left  int
+	parts []string
+}
+
+// pools caches a pool per partition list.
+type pools struct {
+	d     *decider
+	all   []int
+	byKey map[string]*pool
+	list  []*pool
+}
+
+func (ps *pools) of(j *cluster.Job) *pool {
+	if p, ok := ps.byKey[j.Partition]; ok {
+		return p
+	}
+	p := &pool{parts: ps.d.partitions(j)}
+	for _, i := range ps.all {
+		if ps.d.inAny(i, p.parts) {
+			p.nodes = append(p.nodes, i)
+		}
+	}
+	p.left = len(p.nodes)
+	ps.byKey[j.Partition] = p
+	ps.list = append(ps.list, p)
+	return p
+}
+
+// take marks node i taken in every pool.
+func (ps *pools) take(i int) {
+	ps.d.consumed[i] = true
+	for _, q := range ps.list {
+		if ps.d.inAny(i, q.parts) {
+			q.left--
+		}
+	}
+}
+
+// rulePass runs rules A and B over the pending jobs by priority.
+func (d *decider) rulePass(add func(int, time.Time, string), givers bool) {
+	ps := &pools{d: d, byKey: map[string]*pool{}}
+	d.wClaim = make([]rankClaim, len(d.s.Nodes))
+	d.eClaim = make([]rankClaim, len(d.s.Nodes))
+	d.startedRank = make([]bool, len(d.pend))
+	for i := range d.s.Nodes {
+		wi := d.wAt[i]
+		if wi < 0 || d.held[i] || !d.s.Nodes[i].State.Usable() {
+			continue
+		}
+		if pi := d.pilotOn[i]; pi >= 0 {
+			if d.gone[pi] || d.givable(pi) { // leaving anyway, or gives way
+				ps.all = append(ps.all, i)
+			}
+			continue
+		}
+		st := d.s.Nodes[i].State
+		if st == cluster.NodeIdle || st == cluster.NodePlanned && !d.win.Nodes[wi].Until.IsZero() {
+			ps.all = append(ps.all, i)
+		}
+	}
+	for _, i := range ps.all {
+		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
+			d.wClaim[i] = rankClaim{w.Until.UnixNano(), d.rankOf(w.ClaimedBy)}
+		}
+	}
+	// Idle nodes first, shortest window first (claimants take what pilots
+	// would get least of), then pilots' nodes in cancel order.
+	slices.SortFunc(ps.all, func(a, b int) int {
+		pa, pb := d.giver(a), d.giver(b)
+		switch {
+		case pa < 0 && pb < 0:
+			wa, wb := d.win.Nodes[d.wAt[a]].FreeFor, d.win.Nodes[d.wAt[b]].FreeFor
+			if wa != wb {
+				if wa < wb {
+					return -1
+				}
+				return 1
+			}
+			return naturalCompare(d.s.Nodes[a].Name, d.s.Nodes[b].Name)
+		case pa < 0:
+			return -1
+		case pb < 0:
+			return 1
+		}
+		return d.cancelOrder(pa, pb)
+	})
+	var chosen []int
+	for r, k := range d.pend {
+		j := &d.s.Jobs[k]
+		if d.started[j.ID] {
+			continue
+		}
+		chosen = d.startNow(j, r, ps, chosen, add)
+		if givers && !d.started[j.ID] {
+			d.planned(j, r, add)
+		}
+	}
+}
+
+// startNow is rule A for pending job j of rank r: if the free nodes it
+// may use are enough, it takes them (chosen is scratch space).
+func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add func(int, time.Time, string)) []int {
+	p := ps.of(j)
+	need := max(j.NumNodes, 1)
+	if p.left < need {
+		return chosen
+	}
+	owner := d.owner(j)
+	end := int64(math.MaxInt64)
+	if e := addDur(d.now, d.timeLimit(j)); !e.IsZero() {
+		end = e.UnixNano()
+	}
+	soon := !j.Start.IsZero() && !j.Start.After(d.now.Add(d.cfg.Grace))
+	for range arrayCount(j.ArrayTasks, p.left) {
+		if p.left < need {
+			break
+		}
+		chosen = chosen[:0]
+		for _, i := range p.nodes {
+			if d.consumed[i] || !d.fitsClaim(i, r, end) {
+				continue
+			}
+			if pi := d.giver(i); pi >= 0 && (soon || !d.gives(pi, owner)) {
+				continue
+			}
+			chosen = append(chosen, i)
+			if len(chosen) == need {
+				break
+			}
+		}
+		if len(chosen) < need {
+			break
+		}
+		d.started[j.ID] = true
+		d.startedRank[r] = true
+		for _, i := range chosen {
+			ps.take(i)
+			if pi := d.giver(i); pi >= 0 {
+				if e := d.st.Pilots[pi].End; e.IsZero() || e.After(d.now.Add(d.cfg.Grace)) {
+					add(pi, d.now, j.ID)
+				}
+			}
+		}
+	}
+	return chosen
+}
+
+func (d *decider) inAny(i int, parts []string) bool {
+	for _, name := range parts {
+		if d.member(name)[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsClaim reports whether pending job j (rank r, ending at end in Unix
+// nanoseconds, math.MaxInt64 for never) may run on node i now: for each
+// reservation there (the window's, and one moved earlier by rule B), it
+// is j's own, or of a job j outranks or that starts now elsewhere, or j
+// ends before it.
+func (d *decider) fitsClaim(i, r int, end int64) bool {
+	return d.fits(d.wClaim[i], r, end) && d.fits(d.eClaim[i], r, end)
+}
+
+func (d *decider) fits(c rankClaim, r int, end int64) bool {
+	switch {
+	case c.until == 0, c.rank >= r: // none, its own, or a lower job's
+		return true
+	case c.rank >= 0 && d.startedRank[c.rank]:
+		return true
+	}
+	return end <= c.until
+}
+
+// rankClaim is a reservation: its start in Unix nanoseconds (0: none) and
+// the claimant's rank in pend (-1: unknown, which outranks everyone).
+type rankClaim struct {
+	until int64
+	rank  int
+}
+
+func (d *decider) rankOf(id string) int {
+	if r, ok := d.pendRank[id]; ok {
+		return r
+	}
+	return -1
+}
+
+// planned is rule B for pending job j of rank r: Slurm planned it later
+// than it could start on the same nodes without the pilots there.
+func (d *decider) planned(j *cluster.Job, r int, add func(int, time.Time, string)) {
+	if len(j.SchedNodes) == 0 || j.Start.IsZero() || !j.Start.After(d.now.Add(d.cfg.Grace)) {
+		return
+	}
+	owner := d.owner(j)
+	behind := false
+	for _, name := range j.SchedNodes {
+		if i, ok := d.nodeIdx[name]; ok && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {
+			behind = true
+			break
+		}
+	}
+	if !behind {
+		return
+	}
+	t := d.now
+	for _, name := range j.SchedNodes {
+		i, found := d.nodeIdx[name]
+		if !found {
+			return
+		}
+		a, free := d.avail(i, owner)
+		if !free {
+			return
+		}
+		// A higher-priority job planned there before j: j waits for it
+		// too. (A lower one's reservation cannot delay j.)
+		if wi := d.wAt[i]; wi >= 0 {
+			w := &d.win.Nodes[wi]
+			cr, known := d.pendRank[w.ClaimedBy]
+			if !w.Until.IsZero() && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] && w.Until.Before(j.Start) && (!known || cr < r) {
+				if !known {
+					return
+				}
+				qe := addDur(maxTime(w.Until, d.now), d.timeLimit(&d.s.Jobs[d.pend[cr]]))
+				if qe.IsZero() {
+					return
+				}
+				a = maxTime(a, qe)
+			}
+		}
+		t = maxTime(t, a)
+	}
+	if !t.Add(d.cfg.Grace).Before(j.Start) {
+		return
+	}
+	for _, name := range j.SchedNodes {
+		i := d.nodeIdx[name]
+		if c := &d.eClaim[i]; c.until == 0 || t.UnixNano() < c.until {
+			*c = rankClaim{t.UnixNano(), r}
+		}
+		if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
+			if e := d.st.Pilots[pi].End; e.IsZero() || e.After(t.Add(d.cfg.Grace)) {
+				add(pi, t, j.ID)
+			}
+		}
+	}
+}
+
+func (d *decider) ruleTop(add func(int, time.Time, string)) {
+	type slot struct {
+		i       int
+		without time.Time // free if the giving pilots left now
+		with    time.Time // free with them (zero: never)
+		inWay   int       // a giving pilot that ends after the need, or -1
+	}
+	slots := make([]slot, 0, len(d.s.Nodes))
+	var withs []time.Time
+	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
+	for _, k := range d.pend {
+		j := &d.s.Jobs[k]
+		if d.started[j.ID] || len(j.SchedNodes) > 0 && !j.Start.IsZero() {
+			continue
+		}
+		if n, seen := size[j.Partition]; seen && n < max(j.NumNodes, 1) {
+			continue
+		}
+		parts := d.partitions(j)
+		owner := d.owner(j)
+		need := max(j.NumNodes, 1)
+		slots = slots[:0]
+		overlap, usable := false, 0
+		for i := range d.s.Nodes {
+			if !d.inAny(i, parts) {
+				continue
+			}
+			overlap = overlap || d.wAt[i] >= 0
+			if d.s.Nodes[i].State.Usable() {
+				usable++
+			}
+			a, ok := d.avail(i, owner)
+			if !ok {
+				continue
+			}
+			sl := slot{i: i, without: a, with: a, inWay: -1}
+			if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
+				sl.inWay = pi
+				if e := d.st.Pilots[pi].End; e.IsZero() {
+					sl.with = time.Time{}
+				} else {
+					sl.with = maxTime(a, e)
+				}
+			}
+			slots = append(slots, sl)
+		}
+		if overlap {
+			size[j.Partition] = usable
+		} else {
+			size[j.Partition] = -1
+		}
+		if !overlap || len(slots) < need {
+			continue // not ours, or never fits: the next job is the shadow
+		}
+		slices.SortFunc(slots, func(a, b slot) int { return a.without.Compare(b.without) })
+		t := slots[need-1].without
+		// With the pilots: the need-th earliest, never-ending last.
+		withs = withs[:0]
+		for _, s := range slots {
+			if !s.with.IsZero() {
+				withs = append(withs, s.with)
+			}
+		}
+		if len(withs) >= need {
+			slices.SortFunc(withs, func(a, b time.Time) int { return a.Compare(b) })
+			if !t.Add(d.cfg.Grace).Before(withs[need-1]) {
+				return // the pilots do not delay it
+			}
+		}
+		free := 0
+		var inWay []int
+		for _, s := range slots {
+			if s.without.After(t) {
+				break
+			}
+			if s.inWay >= 0 {
+				if e := d.st.Pilots[s.inWay].End; e.IsZero() || e.After(t.Add(d.cfg.Grace)) {
+					inWay = append(inWay, s.inWay)
+					continue
+				}
+			}
+			free++
+		}
+		slices.SortFunc(inWay, d.cancelOrder)
+		for _, pi := range inWay[:min(max(need-free, 0), len(inWay))] {
+			add(pi, t, j.ID)
+		}
+		return // EASY: only the top unplanned job has a reservation
+	}
+}
+
+func (d *decider) ruleClaims(add func(int, time.Time, string)) {
+	for i, pi := range d.pilotOn {
+		if pi < 0 || d.wAt[i] < 0 || !d.givable(pi) {
+			continue
+		}
+		w := &d.win.Nodes[d.wAt[i]]
+		if w.Until.IsZero() || w.Estimated || d.started[w.ClaimedBy] {
+			continue
+		}
+		owner := -1
+		if cr, ok := d.pendRank[w.ClaimedBy]; ok {
+			owner = d.owner(&d.s.Jobs[d.pend[cr]])
+		}
+		if !d.gives(pi, owner) {
+			continue
+		}
+		if e := d.st.Pilots[pi].End; e.IsZero() || e.After(w.Until.Add(d.cfg.Grace)) {
+			add(pi, w.Until, w.ClaimedBy)
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// arrayCount is how many elements a pending array line stands for
+// ("1-100%10", "1,3,5-9:2", "[0-7]"), at most limit and at least 1; 1 for
+// a non-array job or what does not parse.
+func arrayCount(expr string, limit int) int {
+	if expr == "" || limit <= 1 {
+		return 1
+	}
+	expr = strings.Trim(expr, "[]")
+	throttle := 0
+	if e, t, ok := strings.Cut(expr, "%"); ok {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 {
+			return 1
+		}
+		expr, throttle = e, n
+	}
+	total := 0
+	for part := range strings.SplitSeq(expr, ",") {
+		r, step := part, 1
+		if a, s, ok := strings.Cut(part, ":"); ok {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return 1
+			}
+			r, step = a, n
+		}
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 1
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 1
+			}
+		}
+		total += (b-a)/step + 1
+		if total >= limit {
+			break
+		}
+	}
+	if throttle > 0 {
+		total = min(total, throttle)
+	}
+	return max(min(total, limit), 1)
+}
