@@ -22,6 +22,10 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"showbf": {"print the backfill windows: how long each node is free before a pending job needs it", Showbf},
+		"status": {"list elastic jobs like squeue: state, tasks done/running/pending/failed, pilots", Status},
+		"show":   {"show everything about one elastic job, rejections included", Show},
+		"cancel": {"cancel an elastic job (as scancel on its id does)", Cancel},
+		"sbatch": {"", Sbatch}, // hidden: the entry of wrappers/sbatch
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "glean", Version)
 			return 0
@@ -57,6 +61,9 @@ func usage(w io.Writer, cmds map[string]command) {
 	var b strings.Builder
 	b.WriteString("usage: glean <command> [options]\n\ncommands:\n")
 	for _, n := range names {
+		if cmds[n].summary == "" {
+			continue // hidden
+		}
 		fmt.Fprintf(&b, "  %-8s %s\n", n, cmds[n].summary)
 	}
 	io.WriteString(w, b.String())

@@ -1,0 +1,436 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+func rec(fields ...string) string {
+	return strings.Join(fields, qFieldSep)
+}
+
+func TestParseQueue(t *testing.T) {
+	seal := "abc123"
+	end := qSealMark + seal + qRecEnd
+	out := rec("75", "75", "PENDING", "JobHeldAdmin", "glean", "alice", "1795323775", "(null)", "glean:x:y") + end +
+		rec("76", "76", "PENDING", "JobHeldAdmin", "batch", "alice", "N/A", "afterok:41(unfulfilled)", "evil\x1f\x1e\nforged"+qFieldSep+"x") + end +
+		rec("80", "79", "RUNNING", "None", "batch", "bob", "1795320000", "(null)", "(null)") + end
+	jobs, err := ParseQueue(strings.NewReader(out), seal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 3 {
+		t.Fatalf("%d jobs: %+v", len(jobs), jobs)
+	}
+	if j := jobs["75"]; j.User != "alice" || j.Comment != "glean:x:y" || j.Start.Unix() != 1795323775 || j.Dependency != "" || j.Partition != "glean" {
+		t.Errorf("75: %+v", j)
+	}
+	if j := jobs["76"]; !strings.HasPrefix(j.Comment, "evil") || j.Dependency != "afterok:41(unfulfilled)" || !j.Start.IsZero() {
+		t.Errorf("76: %+v", j)
+	}
+	if j := jobs["80"]; j.ArrayID != "79" || j.Comment != "" {
+		t.Errorf("80: %+v", j)
+	}
+	for _, bad := range []string{
+		rec("75", "75", "PENDING", "r", "p", "u", "0", "", "c"),                                                                       // no seal: truncated
+		rec("x", "75", "PENDING", "r", "p", "u", "0", "", "c") + end,                                                                  // bad id
+		rec("75", "75", "pending", "r", "p", "u", "0", "", "c") + end,                                                                 // bad state
+		rec("75", "75", "PENDING") + end,                                                                                              // too few fields
+		rec("75", "75", "PENDING", "r", "p", "u", "0", "", "c") + end + rec("75", "75", "PENDING", "r", "p", "u", "0", "", "c") + end, // duplicate
+	} {
+		if _, err := ParseQueue(strings.NewReader(bad), seal); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func FuzzParseQueue(f *testing.F) {
+	seal := "s3a1"
+	end := qSealMark + seal + qRecEnd
+	f.Add(rec("75", "75", "PENDING", "JobHeldAdmin", "glean", "alice", "1795323775", "(null)", "glean:x:y") + end)
+	f.Add(rec("76", "N/A", "CANCELLED", "None", "b", "u", "N/A", "afterok:1(failed)", "a\x1fb") + end + "junk")
+	f.Fuzz(func(t *testing.T, out string) {
+		jobs, err := ParseQueue(strings.NewReader(out), seal)
+		if err != nil {
+			return
+		}
+		for id, j := range jobs {
+			if id != j.ID || j.ID == "" || j.State == "" {
+				t.Fatalf("bad job %+v", j)
+			}
+		}
+	})
+}
+
+func TestEvalDependency(t *testing.T) {
+	jobs := map[string]QJob{
+		"1": {ID: "1", ArrayID: "1", State: "COMPLETED"},
+		"2": {ID: "2", ArrayID: "2", State: "FAILED"},
+		"3": {ID: "3", ArrayID: "3", State: "RUNNING"},
+		"4": {ID: "4", ArrayID: "4", State: "PENDING"},
+		"6": {ID: "6", ArrayID: "5", State: "COMPLETED"},
+		"7": {ID: "7", ArrayID: "5", State: "RUNNING"},
+	}
+	for _, tc := range []struct {
+		dep  string
+		want DepState
+	}{
+		{"", DepMet},
+		{"afterok:1", DepMet},
+		{"afterok:2", DepNever},
+		{"afterok:3", DepWaiting},
+		{"afternotok:2", DepMet},
+		{"afternotok:1", DepNever},
+		{"afterany:1:2", DepMet},
+		{"afterany:3", DepWaiting},
+		{"after:3", DepMet},
+		{"after:4", DepWaiting},
+		{"afterok:99", DepMet}, // purged
+		{"afterok:1,afterok:3", DepWaiting},
+		{"afterok:1,afterok:2", DepNever},
+		{"afterok:2?afterok:1", DepMet},
+		{"afterok:2?afterok:3", DepWaiting},
+		{"afterok:5", DepWaiting}, // one array element still running
+		{"singleton", DepNever},
+	} {
+		if got := EvalDependency(tc.dep, jobs); got != tc.want {
+			t.Errorf("EvalDependency(%q) = %d, want %d", tc.dep, got, tc.want)
+		}
+	}
+}
+
+// Fakes for the intake: a queue the test edits, privileged actions that
+// the fake queue obeys, a fixed node size.
+type fakeSlurm struct {
+	mu    sync.Mutex
+	jobs  map[string]QJob
+	held  []string
+	calls []string
+	fail  error
+}
+
+func (f *fakeSlurm) Jobs(context.Context) (map[string]QJob, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	out := map[string]QJob{}
+	for k, v := range f.jobs {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (f *fakeSlurm) Hold(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "hold "+id)
+	j := f.jobs[id]
+	j.Reason = "JobHeldAdmin"
+	f.jobs[id] = j
+	return nil
+}
+
+func (f *fakeSlurm) Cancel(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "cancel "+id)
+	j := f.jobs[id]
+	j.State = "CANCELLED"
+	f.jobs[id] = j
+	return nil
+}
+
+func (f *fakeSlurm) Largest(context.Context, string) (int, int64, error) { return 4, 1000, nil }
+
+type fixture struct {
+	s     *spool.Spool
+	slurm *fakeSlurm
+	in    *Intake
+	uid   int
+	user  string
+	now   time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	s := &spool.Spool{Dir: t.TempDir(), MaxEntryBytes: 1 << 20, MaxScriptBytes: 1 << 20}
+	rs, err := s.Init(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	u, _ := user.Current()
+	fx := &fixture{s: s, slurm: &fakeSlurm{jobs: map[string]QJob{}}, uid: os.Getuid(), user: u.Username, now: time.Now()}
+	lim := config.Default().Limits
+	lim.MaxJobsPerUser = 3
+	lim.MaxTasksPerUser = 1000
+	fx.in, err = NewIntake(Options{Spool: s, AnchorPartition: "glean", PilotPartition: "pilot", Limits: lim}, rs, fx.slurm, fx.slurm, fx.slurm,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+var nextJob = 100
+
+// submit writes an entry and its anchor (and shadow) as the wrapper does.
+func (fx *fixture) submit(t *testing.T, tasks int, mutate func(e *spool.Entry, anchor *QJob)) *spool.Entry {
+	t.Helper()
+	nextJob += 2
+	e := &spool.Entry{
+		Version: spool.EntryVersion, ID: spool.NewID(fx.now), Nonce: spool.NewNonce(), Submitted: fx.now, User: fx.user,
+		Anchor: strconv.Itoa(nextJob), Name: "job", Mode: "scavenger", Script: "job.sh", ScriptSize: 10,
+		Cwd: "/tmp", Export: "ALL", Tasks: tasks, Array: &spool.Array{Ranges: []spool.Range{{Start: 0, End: tasks - 1, Step: 1}}},
+		Resources: spool.Resources{CPUsPerTask: 1, NTasks: 1, CPUs: 1},
+	}
+	anchor := QJob{ID: e.Anchor, ArrayID: e.Anchor, State: "PENDING", Reason: "JobHeldUser", Partition: "glean", User: fx.user,
+		Comment: spool.Comment(e.ID, e.Nonce)}
+	if mutate != nil {
+		mutate(e, &anchor)
+	}
+	fx.slurm.mu.Lock()
+	fx.slurm.jobs[anchor.ID] = anchor
+	if e.Shadow != "" {
+		fx.slurm.jobs[e.Shadow] = QJob{ID: e.Shadow, ArrayID: e.Shadow, State: "PENDING", Partition: "batch", User: fx.user,
+			Comment: spool.ShadowComment(e.ID, e.Nonce)}
+	}
+	fx.slurm.mu.Unlock()
+	if err := fx.s.EnsureUserDirs(fx.uid); err != nil {
+		t.Fatal(err)
+	}
+	p, err := fx.s.Prepare(fx.uid, e.ID, []byte("#!/bin/sh\n"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (fx *fixture) round(t *testing.T) Stats {
+	t.Helper()
+	st, err := fx.in.Round(context.Background(), fx.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (fx *fixture) record(e *spool.Entry) *spool.Record {
+	return fx.in.Get(spool.RecordName(fx.uid, e.ID))
+}
+
+func TestIntakeAccepts(t *testing.T) {
+	fx := newFixture(t)
+	e := fx.submit(t, 50, func(e *spool.Entry, _ *QJob) { e.Mode, e.Shadow = "fair", strconv.Itoa(nextJob+1) })
+	if st := fx.round(t); st.Accepted != 1 {
+		t.Fatalf("round: %+v", st)
+	}
+	r := fx.record(e)
+	if r == nil || r.State != spool.StateQueued || r.Tasks.Pending != 50 || r.Entry == nil || r.User != fx.user {
+		t.Fatalf("record %+v", r)
+	}
+	if got := strings.Join(fx.slurm.calls, ","); got != "hold "+e.Anchor+",hold "+e.Shadow {
+		t.Errorf("Slurm actions %s, want the anchor and the shadow array held", got)
+	}
+	data, err := os.ReadFile(filepath.Join(fx.s.Dir, spool.JobsDir, r.DirName(), spool.ScriptFile))
+	if err != nil || string(data) != "#!/bin/sh\n" {
+		t.Errorf("script copy: %q %v", data, err)
+	}
+	// Taken once: a second round does nothing more.
+	if st := fx.round(t); st != (Stats{}) {
+		t.Errorf("second round: %+v", st)
+	}
+	// A restarted daemon rebuilds its state from the records.
+	rs, _ := fx.s.OpenRecords()
+	defer rs.Close()
+	in2, _ := NewIntake(fx.in.opt, rs, fx.slurm, fx.slurm, fx.slurm, fx.in.log)
+	if st, _ := in2.Round(context.Background(), fx.now); st.Accepted != 0 {
+		t.Errorf("after a restart the entry was taken in again: %+v", st)
+	}
+
+	// scancel of the anchor cancels the job and its shadow array.
+	fx.slurm.Cancel(context.Background(), e.Anchor)
+	fx.slurm.calls = nil
+	if st := fx.round(t); st.Cancelled != 1 {
+		t.Fatalf("after scancel: %+v", st)
+	}
+	if r := fx.record(e); r.State != spool.StateCancelled || !strings.Contains(r.Reason, "cancelled") {
+		t.Errorf("record after scancel: %+v", r)
+	}
+	if got := strings.Join(fx.slurm.calls, ","); got != "cancel "+e.Shadow {
+		t.Errorf("actions after scancel: %s", got)
+	}
+}
+
+func TestIntakeRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tasks      int
+		mutate     func(e *spool.Entry, a *QJob)
+		reason     string
+		cancelsJob bool
+	}{
+		{"anchor not the user's", 1, func(e *spool.Entry, a *QJob) { a.User = "mallory" }, "is not yours", false},
+		{"anchor without the nonce", 1, func(e *spool.Entry, a *QJob) { a.Comment = "glean:" + e.ID + ":0000" }, "does not carry this entry's id and nonce", false},
+		{"anchor in another partition", 1, func(e *spool.Entry, a *QJob) { a.Partition = "batch" }, "not the anchor partition", false},
+		{"anchor unknown", 1, func(e *spool.Entry, a *QJob) { a.ID = "999999" }, "not known to Slurm", false},
+		{"impossible CPUs", 1, func(e *spool.Entry, a *QJob) { e.Resources = spool.Resources{CPUsPerTask: 8, NTasks: 1, CPUs: 8} }, "a task needs 8 CPUs", true},
+		{"impossible memory", 1, func(e *spool.Entry, a *QJob) { e.Resources.MemMB = 5000 }, "needs 5000 MB", true},
+		{"over the user's task cap", 1001, nil, "max_tasks_per_user", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			e := fx.submit(t, tc.tasks, tc.mutate)
+			if st := fx.round(t); st.Rejected != 1 {
+				t.Fatalf("round: %+v", st)
+			}
+			r := fx.record(e)
+			if r == nil || r.State != spool.StateRejected || !strings.Contains(r.Reason, tc.reason) {
+				t.Fatalf("record %+v, want rejected with %q", r, tc.reason)
+			}
+			cancelled := strings.Contains(strings.Join(fx.slurm.calls, ","), "cancel "+e.Anchor)
+			if cancelled != tc.cancelsJob {
+				t.Errorf("anchor cancelled: %v, want %v (actions %v): glean acts on a job only once it is verified", cancelled, tc.cancelsJob, fx.slurm.calls)
+			}
+			for _, c := range fx.slurm.calls {
+				if strings.HasPrefix(c, "hold") {
+					t.Errorf("a rejected entry's job was held: %v", fx.slurm.calls)
+				}
+			}
+		})
+	}
+}
+
+func TestIntakeCapsJobs(t *testing.T) {
+	fx := newFixture(t)
+	for i := 0; i < 4; i++ {
+		fx.submit(t, 1, nil)
+	}
+	if st := fx.round(t); st.Accepted != 3 || st.Rejected != 1 {
+		t.Fatalf("4 entries with a cap of 3 jobs: %+v", st)
+	}
+}
+
+func TestIntakeRejectsHostileFiles(t *testing.T) {
+	fx := newFixture(t)
+	e := fx.submit(t, 1, nil)
+	dir := fx.s.IncomingPath(fx.uid, e.ID)
+	os.Rename(filepath.Join(dir, spool.EntryFile), filepath.Join(dir, "x"))
+	os.Symlink("x", filepath.Join(dir, spool.EntryFile))
+	bad := filepath.Join(fx.s.UserDir(fx.uid), spool.IncomingDir, "not-an-id")
+	os.Mkdir(bad, 0o750)
+	if st := fx.round(t); st.Rejected != 2 {
+		t.Fatalf("round: %+v", st)
+	}
+	if r := fx.record(e); r == nil || !strings.Contains(r.Reason, "symlink") {
+		t.Fatalf("symlinked entry: %+v", r)
+	}
+	if len(fx.slurm.calls) != 0 {
+		t.Errorf("actions on unverified entries: %v", fx.slurm.calls)
+	}
+}
+
+func TestIntakeWaits(t *testing.T) {
+	fx := newFixture(t)
+	fx.slurm.jobs["5"] = QJob{ID: "5", ArrayID: "5", State: "RUNNING", User: "x", Partition: "batch"}
+	e := fx.submit(t, 1, func(e *spool.Entry, a *QJob) { e.Dependency = "afterok:5" })
+	fx.round(t)
+	if r := fx.record(e); r.State != spool.StateWaiting || len(r.Waiting) != 1 || !strings.HasPrefix(r.Waiting[0], "dependency") {
+		t.Fatalf("record %+v", r)
+	}
+	fx.slurm.jobs["5"] = QJob{ID: "5", ArrayID: "5", State: "COMPLETED", User: "x", Partition: "batch"}
+	if st := fx.round(t); st.Released != 1 {
+		t.Fatalf("round after the dependency finished: %+v", st)
+	}
+	if r := fx.record(e); r.State != spool.StateQueued {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+// A failed squeue postpones everything: nothing is rejected or cancelled.
+func TestIntakeFailsClosed(t *testing.T) {
+	fx := newFixture(t)
+	e := fx.submit(t, 1, nil)
+	fx.slurm.fail = io.ErrUnexpectedEOF
+	if _, err := fx.in.Round(context.Background(), fx.now); err == nil {
+		t.Fatal("no error")
+	}
+	if fx.record(e) != nil || len(fx.slurm.calls) != 0 {
+		t.Fatalf("acted without seeing Slurm: %+v %v", fx.record(e), fx.slurm.calls)
+	}
+	fx.slurm.fail = nil
+	if st := fx.round(t); st.Accepted != 1 {
+		t.Fatalf("retry: %+v", st)
+	}
+}
+
+// The loop takes an entry in on the periodic rescan alone (watching off),
+// and on the trigger.
+func TestLoopRescans(t *testing.T) {
+	fx := newFixture(t)
+	rounds := make(chan Stats, 16)
+	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: 20 * time.Millisecond, Watch: false, Log: fx.in.log,
+		OnRound: func(st Stats, _ error) { rounds <- st }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx) }()
+	e := fx.submit(t, 1, nil)
+	deadline := time.After(10 * time.Second)
+	for accepted := false; !accepted; {
+		select {
+		case st := <-rounds:
+			accepted = st.Accepted == 1
+		case <-deadline:
+			t.Fatal("entry not taken in by the rescan")
+		}
+	}
+	cancel()
+	<-done
+	if r := fx.record(e); r == nil || r.State != spool.StateQueued {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// With watching on, an entry is taken in at once, long before the rescan.
+func TestLoopWatches(t *testing.T) {
+	fx := newFixture(t)
+	if err := fx.s.EnsureUserDirs(fx.uid); err != nil {
+		t.Fatal(err)
+	}
+	rounds := make(chan Stats, 16)
+	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: time.Hour, Watch: true, Log: fx.in.log,
+		OnRound: func(st Stats, _ error) { rounds <- st }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx) }()
+	<-rounds // the first round, at start
+	fx.submit(t, 1, nil)
+	deadline := time.After(10 * time.Second)
+	for accepted := false; !accepted; {
+		select {
+		case st := <-rounds:
+			accepted = st.Accepted == 1
+		case <-deadline:
+			t.Fatal("entry not taken in through fsnotify")
+		}
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,439 @@
+// Package daemon is gleand's loop (ARCHITECTURE.md): one goroutine, one
+// select over the context, a ticker and a capacity-1 trigger. This first
+// slice is the intake: it takes users' elastic submissions from the spool
+// into the daemon's own records, puts their anchor jobs on an admin hold,
+// and follows the anchors, so that `scancel <id>` cancels the elastic job.
+// The execution path (pilots, tasks, releasing the anchor) builds on it.
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os/user"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// Privileged is every action the daemon takes on users' jobs that needs
+// more than the glean user's rights. Today gleand implements it with
+// scontrol/scancel through sidecar/slurm, which needs Slurm operator
+// rights (root on the loopback cluster); the execution-path issue moves it
+// into the root helper, which acts only on job ids the daemon recorded.
+type Privileged interface {
+	Hold(ctx context.Context, jobID string) error   // admin hold: only an operator releases it
+	Cancel(ctx context.Context, jobID string) error // the whole job (all array elements)
+}
+
+// SlurmPrivileged is Privileged through sidecar/slurm.
+type SlurmPrivileged struct {
+	C *slurm.Client
+}
+
+var _ Privileged = (*SlurmPrivileged)(nil)
+
+func (p *SlurmPrivileged) Hold(ctx context.Context, id string) error {
+	return p.C.Hold(ctx, id, slurm.AdminHold)
+}
+
+func (p *SlurmPrivileged) Cancel(ctx context.Context, id string) error {
+	return p.C.Cancel(ctx, id, "")
+}
+
+// NodeSizer tells the largest node of a partition, to refuse tasks no
+// node can run.
+type NodeSizer interface {
+	Largest(ctx context.Context, partition string) (cpus int, memMB int64, err error)
+}
+
+// SnapshotSizer reads node sizes from a cluster snapshot.
+type SnapshotSizer struct {
+	C *slurm.Client
+}
+
+var _ NodeSizer = (*SnapshotSizer)(nil)
+
+func (s *SnapshotSizer) Largest(ctx context.Context, partition string) (int, int64, error) {
+	snap := s.C.Snapshot(ctx, time.Now())
+	p := snap.Partition(partition)
+	if p == nil {
+		if !snap.Complete {
+			return 0, 0, fmt.Errorf("cluster snapshot incomplete: %v", snap.Problems)
+		}
+		return 0, 0, fmt.Errorf("no partition %q", partition)
+	}
+	in := map[string]bool{}
+	for _, n := range p.Nodes {
+		in[n] = true
+	}
+	cpus, mem := 0, int64(0)
+	for _, n := range snap.Nodes {
+		if in[n.Name] {
+			cpus, mem = max(cpus, n.CPUs), max(mem, n.MemoryMB)
+		}
+	}
+	return cpus, mem, nil
+}
+
+// Options configure the intake.
+type Options struct {
+	Spool           *spool.Spool
+	AnchorPartition string
+	PilotPartition  string
+	Limits          config.Limits
+}
+
+// Intake takes entries in and follows the jobs' anchors.
+type Intake struct {
+	opt     Options
+	queue   Queue
+	priv    Privileged
+	sizer   NodeSizer
+	records *spool.Records
+	log     *slog.Logger
+	users   func(uid int) (string, error)
+
+	known map[string]*spool.Record // by record directory name
+	sizes *nodeSizes               // read once per round, when needed
+}
+
+type nodeSizes struct {
+	cpus int
+	mem  int64
+}
+
+// NewIntake loads the daemon's records (the only state) and returns an
+// intake ready for Round.
+func NewIntake(opt Options, records *spool.Records, q Queue, p Privileged, s NodeSizer, log *slog.Logger) (*Intake, error) {
+	in := &Intake{opt: opt, queue: q, priv: p, sizer: s, records: records, log: log, users: lookupUser,
+		known: map[string]*spool.Record{}}
+	recs, problems := records.List()
+	for _, err := range problems {
+		log.Warn("unreadable record", "err", err)
+	}
+	for _, r := range recs {
+		in.known[r.DirName()] = r
+	}
+	return in, nil
+}
+
+func lookupUser(uid int) (string, error) {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return "", err
+	}
+	return u.Username, nil
+}
+
+// Stats counts what a round did.
+type Stats struct {
+	Accepted, Rejected, Cancelled, Released int
+}
+
+// Round scans the incoming directories, takes new entries in and follows
+// active jobs. Errors reading Slurm postpone the round's work, never
+// reject an entry.
+func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
+	var st Stats
+	found, problems := in.opt.Spool.ScanIncoming()
+	for _, err := range problems {
+		in.log.Warn("spool scan", "err", err)
+	}
+	var fresh []spool.Incoming
+	for _, f := range found {
+		if _, ok := in.known[recordName(f)]; !ok {
+			fresh = append(fresh, f)
+		}
+	}
+	active := 0
+	for _, r := range in.known {
+		if r.Active() {
+			active++
+		}
+	}
+	if len(fresh) == 0 && active == 0 {
+		return st, nil
+	}
+	jobs, err := in.queue.Jobs(ctx)
+	if err != nil {
+		return st, fmt.Errorf("squeue: %w", err)
+	}
+	in.sizes = nil
+	for _, f := range fresh {
+		switch in.takeIn(ctx, now, f, jobs) {
+		case spool.StateRejected:
+			st.Rejected++
+		case spool.StateQueued, spool.StateWaiting:
+			st.Accepted++
+		case spool.StateCancelled:
+			st.Cancelled++
+		}
+	}
+	c, r := in.follow(ctx, now, jobs)
+	st.Cancelled += c
+	st.Released += r
+	return st, nil
+}
+
+// recordName is where an incoming entry's record lives; names that are
+// not entry ids get a hashed name.
+func recordName(f spool.Incoming) string { return spool.RecordName(f.UID, recordID(f.Name)) }
+
+func recordID(name string) string {
+	if spool.ValidID(name) {
+		return name
+	}
+	return fmt.Sprintf("bad-%x", sha256.Sum256([]byte(name)))[:20]
+}
+
+// takeIn handles one new entry and returns the state it ends in ("" if
+// it is to be tried again next round).
+func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, jobs map[string]QJob) string {
+	log := in.log.With("uid", f.UID, "entry", f.Name)
+	rec := &spool.Record{ID: recordID(f.Name), UID: f.UID, Submitted: now}
+	rec.User, _ = in.users(f.UID)
+	if rec.User == "" {
+		rec.User = strconv.Itoa(f.UID)
+	}
+	reject := func(reason string, cancel ...string) string {
+		rec.State, rec.Reason, rec.Ended = spool.StateRejected, reason, now
+		for _, id := range cancel {
+			if err := in.priv.Cancel(ctx, id); err != nil {
+				log.Warn("cancelling a rejected job's Slurm job", "job", id, "err", err)
+			}
+		}
+		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}); err != nil {
+			log.Error("recording a rejection", "err", err)
+			return ""
+		}
+		log.Info("entry rejected", "reason", reason)
+		return spool.StateRejected
+	}
+
+	lim := spool.Limits{MaxTasks: in.opt.Limits.MaxTasksPerJob}
+	read, err := in.opt.Spool.ReadIncoming(f, lim)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && entryGone(in.opt.Spool, f) {
+			return "" // removed between scan and read
+		}
+		return reject(fmt.Sprintf("the entry cannot be taken in: %v", err))
+	}
+	e := read.Entry
+	rec.Anchor, rec.Shadow, rec.Name, rec.Mode, rec.Submitted = e.Anchor, e.Shadow, e.Name, e.Mode, e.Submitted
+	rec.Tasks = spool.Counts{Total: e.Tasks}
+	if rec.User == strconv.Itoa(f.UID) {
+		return reject(fmt.Sprintf("uid %d has no user name here", f.UID))
+	}
+
+	// The anchor must be this user's job and carry this entry's nonce;
+	// only then does glean act on it.
+	aj, ok := jobs[e.Anchor]
+	switch {
+	case !ok:
+		return reject(fmt.Sprintf("anchor job %s is not known to Slurm", e.Anchor))
+	case aj.User != rec.User:
+		return reject(fmt.Sprintf("anchor job %s is not yours (it belongs to %s)", e.Anchor, aj.User))
+	case aj.Comment != spool.Comment(e.ID, e.Nonce):
+		return reject(fmt.Sprintf("anchor job %s does not carry this entry's id and nonce in its comment", e.Anchor))
+	case aj.Partition != in.opt.AnchorPartition:
+		return reject(fmt.Sprintf("anchor job %s is in partition %s, not the anchor partition %s", e.Anchor, aj.Partition, in.opt.AnchorPartition))
+	}
+	verified := []string{e.Anchor}
+	if e.Shadow != "" {
+		sj, ok := jobs[e.Shadow]
+		switch {
+		case !ok:
+			return reject(fmt.Sprintf("shadow array %s is not known to Slurm", e.Shadow), verified...)
+		case sj.User != rec.User || sj.Comment != spool.ShadowComment(e.ID, e.Nonce):
+			return reject(fmt.Sprintf("shadow array %s is not this job's", e.Shadow), verified...)
+		}
+		if !Ended(sj.State) {
+			verified = append(verified, e.Shadow)
+		}
+	}
+	if Ended(aj.State) {
+		rec.State, rec.Ended = spool.StateCancelled, now
+		rec.Reason = fmt.Sprintf("the anchor job %s ended (%s) before glean took the job in", e.Anchor, aj.State)
+		for _, id := range verified[1:] {
+			_ = in.priv.Cancel(ctx, id)
+		}
+		if err := in.store(rec, spool.Event{Time: now, Event: "cancelled", Detail: rec.Reason}); err != nil {
+			log.Error("recording", "err", err)
+			return ""
+		}
+		return spool.StateCancelled
+	}
+
+	// The user's caps.
+	jobsOfUser, tasksOfUser := 0, 0
+	for _, r := range in.known {
+		if r.UID == f.UID && r.Active() {
+			jobsOfUser++
+			tasksOfUser += r.Tasks.Pending + r.Tasks.Running
+		}
+	}
+	if l := in.opt.Limits.MaxJobsPerUser; jobsOfUser+1 > l {
+		return reject(fmt.Sprintf("over your caps: %d elastic jobs active, the site allows %d (limits.max_jobs_per_user)", jobsOfUser, l), verified...)
+	}
+	if l := in.opt.Limits.MaxTasksPerUser; tasksOfUser+e.Tasks > l {
+		return reject(fmt.Sprintf("over your caps: %d tasks active plus %d new, the site allows %d (limits.max_tasks_per_user)", tasksOfUser, e.Tasks, l), verified...)
+	}
+
+	// Tasks no node can run.
+	if in.sizes == nil {
+		cpus, mem, err := in.sizer.Largest(ctx, in.opt.PilotPartition)
+		if err != nil {
+			log.Warn("reading node sizes; trying again next round", "err", err)
+			return ""
+		}
+		in.sizes = &nodeSizes{cpus, mem}
+	}
+	cpus, mem := in.sizes.cpus, in.sizes.mem
+	res := e.Resources
+	switch {
+	case res.CPUs > cpus:
+		return reject(fmt.Sprintf("impossible resources: a task needs %d CPUs, the largest node of partition %s has %d", res.CPUs, in.opt.PilotPartition, cpus), verified...)
+	case res.MemMB > mem || res.MemPerCPUMB*int64(res.CPUs) > mem:
+		need := max(res.MemMB, res.MemPerCPUMB*int64(res.CPUs))
+		return reject(fmt.Sprintf("impossible resources: a task needs %d MB of memory, the largest node of partition %s has %d MB", need, in.opt.PilotPartition, mem), verified...)
+	}
+
+	// Take it: hold the anchor (and the shadow array) so that neither can
+	// be released by the user, then record.
+	for _, id := range verified {
+		if err := in.priv.Hold(ctx, id); err != nil {
+			log.Warn("admin hold; trying again next round", "job", id, "err", err)
+			return ""
+		}
+	}
+	rec.Entry, rec.Accepted = e, now
+	rec.Tasks.Pending = e.Tasks
+	rec.State = spool.StateQueued
+	rec.Waiting = waiting(e, aj, jobs, now)
+	if len(rec.Waiting) > 0 {
+		rec.State = spool.StateWaiting
+	}
+	if err := in.records.PutFile(rec, spool.ScriptFile, read.Script, 0o600); err != nil {
+		log.Error("copying the script", "err", err)
+		return ""
+	}
+	if read.Items != nil {
+		if err := in.records.PutFile(rec, spool.ItemsFile, read.Items, 0o644); err != nil {
+			log.Error("copying the items", "err", err)
+			return ""
+		}
+	}
+	if err := in.store(rec, spool.Event{Time: now, Event: "accepted", Detail: fmt.Sprintf("%d tasks, mode %s", e.Tasks, e.Mode)}); err != nil {
+		log.Error("recording", "err", err)
+		return ""
+	}
+	log.Info("entry taken in", "anchor", e.Anchor, "shadow", e.Shadow, "tasks", e.Tasks, "mode", e.Mode, "state", rec.State)
+	return rec.State
+}
+
+// entryGone reports whether an entry's directory no longer exists.
+func entryGone(s *spool.Spool, f spool.Incoming) bool {
+	found, _ := s.ScanIncoming()
+	for _, g := range found {
+		if g == f {
+			return false
+		}
+	}
+	return true
+}
+
+// waiting lists what keeps a job's tasks from starting: a --begin time
+// still ahead (Slurm's resolution, read from the anchor) and a dependency
+// not yet met.
+func waiting(e *spool.Entry, anchor QJob, jobs map[string]QJob, now time.Time) []string {
+	var w []string
+	if e.Begin != "" && anchor.Start.After(now) {
+		w = append(w, "begin "+anchor.Start.UTC().Format(time.RFC3339))
+	}
+	switch EvalDependency(e.Dependency, jobs) {
+	case DepWaiting:
+		w = append(w, "dependency "+e.Dependency)
+	case DepNever:
+		w = append(w, "dependency never satisfied: "+e.Dependency)
+	}
+	return w
+}
+
+// store writes a record and its journal event, and remembers it.
+func (in *Intake) store(rec *spool.Record, ev spool.Event) error {
+	if err := in.records.Put(rec); err != nil {
+		return err
+	}
+	if err := in.records.Journal(rec, ev); err != nil {
+		return err
+	}
+	in.known[rec.DirName()] = rec
+	return nil
+}
+
+// follow updates active jobs from Slurm: an anchor that was cancelled (the
+// user's scancel, or glean cancel) cancels the job and its shadow array; a
+// waiting job whose begin time and dependency are met becomes queued.
+func (in *Intake) follow(ctx context.Context, now time.Time, jobs map[string]QJob) (cancelled, released int) {
+	names := make([]string, 0, len(in.known))
+	for n, r := range in.known {
+		if r.Active() {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := in.known[n]
+		aj, ok := jobs[r.Anchor]
+		if !ok || Ended(aj.State) {
+			state := "gone from Slurm"
+			if ok {
+				state = aj.State
+			}
+			if r.Shadow != "" {
+				if sj, ok := jobs[r.Shadow]; ok && !Ended(sj.State) {
+					if err := in.priv.Cancel(ctx, r.Shadow); err != nil {
+						in.log.Warn("cancelling the shadow array", "job", r.Shadow, "err", err)
+						continue // try again next round
+					}
+				}
+			}
+			r.State, r.Ended = spool.StateCancelled, now
+			r.Reason = fmt.Sprintf("the anchor job %s was cancelled (%s): scancel or glean cancel", r.Anchor, state)
+			r.Tasks.Pending, r.Waiting = 0, nil
+			if err := in.store(r, spool.Event{Time: now, Event: "cancelled", Detail: r.Reason}); err != nil {
+				in.log.Error("recording a cancellation", "err", err)
+				continue
+			}
+			in.log.Info("job cancelled", "anchor", r.Anchor, "uid", r.UID)
+			cancelled++
+			continue
+		}
+		if r.State == spool.StateWaiting && r.Entry != nil {
+			w := waiting(r.Entry, aj, jobs, now)
+			if len(w) == 0 {
+				r.State, r.Waiting = spool.StateQueued, nil
+				if err := in.store(r, spool.Event{Time: now, Event: "queued", Detail: "begin time and dependency met"}); err != nil {
+					in.log.Error("recording", "err", err)
+					continue
+				}
+				released++
+			} else if fmt.Sprint(w) != fmt.Sprint(r.Waiting) {
+				r.Waiting = w
+				_ = in.records.Put(r)
+			}
+		}
+	}
+	return cancelled, released
+}
+
+// Get returns a record by name (for tests and the CLI).
+func (in *Intake) Get(name string) *spool.Record { return in.known[name] }

@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// Loop runs rounds: on every tick (the periodic rescan, which alone keeps
+// the system correct: fsnotify misses writes from other NFS clients and can
+// overflow) and whenever the trigger fires. One goroutine, one select.
+type Loop struct {
+	Intake  *Intake
+	Spool   *spool.Spool
+	Rescan  time.Duration
+	Watch   bool // use fsnotify as well
+	Log     *slog.Logger
+	Now     func() time.Time
+	OnRound func(Stats, error) // for tests and metrics; may be nil
+
+	trigger chan struct{}
+}
+
+// Trigger asks for a round now; bursts collapse into one.
+func (l *Loop) Trigger() {
+	select {
+	case l.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs until ctx ends.
+func (l *Loop) Run(ctx context.Context) error {
+	l.trigger = make(chan struct{}, 1)
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	var w *watcher
+	if l.Watch {
+		var err error
+		if w, err = newWatcher(l.Spool, l.Trigger, l.Log); err != nil {
+			l.Log.Warn("fsnotify unavailable; rescanning only", "err", err)
+		} else {
+			defer w.close()
+		}
+	}
+	tick := time.NewTicker(l.Rescan)
+	defer tick.Stop()
+	l.Trigger() // a first round at once
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-l.trigger:
+		}
+		if w != nil {
+			w.addUsers() // new users' incoming directories
+		}
+		st, err := l.Intake.Round(ctx, l.Now())
+		if err != nil {
+			l.Log.Warn("intake round", "err", err)
+		}
+		if l.OnRound != nil {
+			l.OnRound(st, err)
+		}
+	}
+}
+
+// watcher feeds fsnotify events on users/ and every users/<uid>/incoming
+// into the trigger. It only watches directories it checked to be real
+// directories owned by their uid; events are wake-ups, never data.
+type watcher struct {
+	w       *fsnotify.Watcher
+	spool   *spool.Spool
+	watched map[string]bool
+	log     *slog.Logger
+	done    chan struct{}
+}
+
+func newWatcher(s *spool.Spool, trigger func(), log *slog.Logger) (*watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{w: fw, spool: s, watched: map[string]bool{}, log: log, done: make(chan struct{})}
+	if err := fw.Add(filepath.Join(s.Dir, spool.UsersDir)); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case _, ok := <-fw.Events:
+				if !ok {
+					return
+				}
+				trigger()
+			case err, ok := <-fw.Errors:
+				if !ok {
+					return
+				}
+				log.Warn("fsnotify", "err", err) // an overflow: the rescan catches up
+				trigger()
+			}
+		}
+	}()
+	w.addUsers()
+	return w, nil
+}
+
+func (w *watcher) addUsers() {
+	for _, uid := range w.spool.UserIDs() {
+		dir := filepath.Join(w.spool.UserDir(uid), spool.IncomingDir)
+		if w.watched[dir] {
+			continue
+		}
+		if !w.spool.OwnedBy(uid) {
+			continue
+		}
+		if err := w.w.Add(dir); err == nil {
+			w.watched[dir] = true
+		} else {
+			w.log.Debug("watch", "dir", dir, "uid", strconv.Itoa(uid), "err", err)
+		}
+	}
+}
+
+func (w *watcher) close() {
+	w.w.Close()
+	<-w.done
+}

@@ -1,0 +1,150 @@
+package submit
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/config"
+)
+
+func build(t *testing.T, args []string, script string, env []string, mod func(*config.Config)) (*Built, error) {
+	t.Helper()
+	req, err := ParseCLI(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := req.AddScript("job.sh", []byte(script)); err != nil {
+		t.Fatal(err)
+	}
+	req.AddEnv(env)
+	cfg := config.Default()
+	if mod != nil {
+		mod(&cfg)
+	}
+	return BuildEntry(req, Input{Config: cfg, Env: env, Cwd: "/home/u", User: "u", Now: time.Unix(1_800_000_000, 0),
+		Script: []byte(script), ScriptName: "/home/u/job.sh"})
+}
+
+const elasticScript = "#!/bin/sh\n#SBATCH --glean\n#SBATCH -t 10 -c 2 --mem=2G\necho\n"
+
+func TestBuildEntry(t *testing.T) {
+	b, err := build(t, []string{"--array=0-149%8", "-n", "2", "job.sh"}, elasticScript, []string{"HOME=/home/u", "SLURM_X=1", "SBATCH_PARTITION=batch"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := b.Entry
+	r := e.Resources
+	if e.Tasks != 150 || e.Array.Throttle != 8 || e.Mode != "fair" || e.Name != "job.sh" || e.Cwd != "/home/u" {
+		t.Errorf("entry %+v", e)
+	}
+	if r.CPUsPerTask != 2 || r.NTasks != 2 || r.CPUs != 4 || r.MemMB != 2048 || r.TimeLimit != 10 {
+		t.Errorf("resources %+v", r)
+	}
+	if string(b.Env) != "HOME=/home/u\x00SLURM_X=1\x00SBATCH_PARTITION=batch\x00" {
+		t.Errorf("env %q", b.Env)
+	}
+	var from []string
+	for _, o := range e.Options {
+		from = append(from, o.Name+"@"+o.From)
+	}
+	if got := strings.Join(from, " "); !strings.Contains(got, "array@command line") || !strings.Contains(got, "partition@environment") || !strings.Contains(got, "time@script") {
+		t.Errorf("options %s", got)
+	}
+}
+
+func TestBuildEntryRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		script string
+		code   int
+		msg    string
+	}{
+		{"multi-node", []string{"-N", "2", "job.sh"}, elasticScript, 1, "-N 1"},
+		{"hold", []string{"-H", "job.sh"}, elasticScript, 1, "--hold: the id is an anchor job"},
+		{"thesis not allowed", []string{"--glean=mode=thesis", "job.sh"}, elasticScript, 1, "mode=thesis is for admins"},
+		{"bad glean key", []string{"--glean=colour=red", "job.sh"}, elasticScript, 255, `unknown key "colour"`},
+		{"clusters", []string{"-M", "other", "job.sh"}, elasticScript, 1, "--clusters=other: glean runs elastic jobs on its own cluster"},
+		{"singleton", []string{"--dependency=singleton", "job.sh"}, elasticScript, 1, "singleton is not supported"},
+		{"bad time", []string{"-t", "zz", "job.sh"}, elasticScript, 255, `--time=zz: "zz" is not a time limit`},
+		{"bad array", []string{"--array=5-1", "job.sh"}, elasticScript, 255, "--array=5-1: range"},
+		{"too many tasks", []string{"--array=0-2000000", "job.sh"}, elasticScript, 1, "at most 1000000 per elastic job"},
+		{"het job", []string{"job.sh"}, "#!/bin/sh\n#SBATCH --glean -t 1\n#SBATCH hetjob\n#SBATCH -t 2\n", 1, "heterogeneous"},
+		{"no shebang", []string{"job.sh"}, "#SBATCH --glean\necho\n", 1, "does not look like a batch script"},
+		{"export-file", []string{"--export-file=/x", "job.sh"}, elasticScript, 1, "use --export instead"},
+		{"mem and mem-per-cpu", []string{"--mem-per-cpu=100", "job.sh"}, elasticScript, 1, "mutually exclusive"},
+		{"array and dir", []string{"--glean=dir=/tmp", "--array=0-3", "job.sh"}, elasticScript, 1, "give one; the data folder defines the array"},
+		{"missing dir", []string{"--glean=dir=/nonexistent/data", "job.sh"}, elasticScript, 1, "no such file"},
+		{"deadline passed", []string{"--glean=deadline=2020-01-01", "job.sh"}, elasticScript, 1, "has passed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := build(t, tc.args, tc.script, nil, nil)
+			var r *Refusal
+			if !errors.As(err, &r) || r.Code != tc.code || !strings.Contains(r.Msg, tc.msg) {
+				t.Fatalf("err = %v, want code %d with %q", err, tc.code, tc.msg)
+			}
+		})
+	}
+	if _, err := build(t, []string{"--glean=mode=thesis", "job.sh"}, elasticScript, nil, func(c *config.Config) { c.Policy.AllowThesis = true }); err != nil {
+		t.Errorf("thesis where allowed: %v", err)
+	}
+	if _, err := build(t, []string{"-N", "1-1", "job.sh"}, elasticScript, nil, nil); err != nil {
+		t.Errorf("-N 1-1: %v", err)
+	}
+}
+
+func TestBuildEntryDataFolder(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"b", "a", "c", ".hidden", "d", "e"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	b, err := build(t, []string{"--glean=dir=" + dir + ",batch=2", "job.sh"}, elasticScript, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := b.Entry
+	if e.Tasks != 3 || e.Array.String() != "0-2" || e.Items.Count != 5 || e.Items.Batch != 2 || string(b.Items) != "a\nb\nc\nd\ne\n" {
+		t.Fatalf("entry %+v items %q", e.Items, b.Items)
+	}
+}
+
+func TestCaptureEnv(t *testing.T) {
+	env := []string{"HOME=/h", "SLURM_A=1", "FOO=f", "SECRET=s"}
+	for _, tc := range []struct{ export, want string }{
+		{"ALL", "HOME=/h SLURM_A=1 FOO=f SECRET=s"},
+		{"NONE", "SLURM_A=1"},
+		{"FOO,BAR=2", "SLURM_A=1 FOO=f BAR=2"},
+		{"ALL,FOO=g", "HOME=/h SLURM_A=1 FOO=g SECRET=s"},
+		{"MISSING", "SLURM_A=1"},
+	} {
+		got, err := captureEnv(env, tc.export)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.TrimSpace(strings.ReplaceAll(string(got), "\x00", " ")); s != tc.want {
+			t.Errorf("--export=%s: %q, want %q", tc.export, s, tc.want)
+		}
+	}
+}
+
+func TestJobName(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		script string
+		want   string
+	}{
+		{[]string{"--wrap", "true"}, "", "wrap"},
+		{nil, "", "sbatch"},
+		{[]string{"x.sh"}, "/a/b/x.sh", "x.sh"},
+		{[]string{"-J", "n", "x.sh"}, "/a/b/x.sh", "n"},
+	} {
+		req, _ := ParseCLI(tc.args)
+		if got := req.jobName(tc.script); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,610 @@
+// Package submit is the brain of glean's drop-in sbatch wrapper
+// (docs/submission.md): it decides whether a submission is elastic, passes
+// everything else to the real sbatch unchanged, and for an elastic one
+// writes the spool entry, submits the anchor job whose id the user sees
+// (and in fair mode the shadow array), and rolls all of it back if any step
+// fails.
+package submit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// DisableEnv=1 bypasses glean entirely.
+const DisableEnv = "GLEAN_DISABLE"
+
+// defaultMaxScript bounds a script read to decide, when there is no config.
+const defaultMaxScript = 4 << 20
+
+// Wrapper is one run of `glean sbatch ARGS`.
+type Wrapper struct {
+	Args                  []string
+	Env                   []string // as the user had it (os.Environ())
+	Stdin, Stdout, Stderr *os.File
+	Cwd                   string
+	UID                   int
+	Now                   time.Time
+	// LoadConfig reads the site config; a missing or broken one only
+	// matters for elastic submissions.
+	LoadConfig func() (config.Config, error)
+	// Agent is the glean-agent path the anchor and shadow scripts run.
+	Agent string
+}
+
+// Main runs the wrapper and returns the exit code. On pass-through without
+// having read stdin it does not return: the real sbatch replaces it.
+func (w *Wrapper) Main(ctx context.Context) int {
+	self, _ := getenv(w.Env, WrapperEnv)
+	env := stripEnv(w.Env, WrapperEnv)
+	cfg, cfgErr := w.LoadConfig()
+	configured := ""
+	if cfgErr == nil {
+		configured = cfg.Slurm.RealSbatch
+	}
+	path, _ := getenv(env, "PATH")
+	real, err := FindRealSbatch(configured, path, self)
+	if err != nil {
+		fmt.Fprintf(w.Stderr, "sbatch: error: glean: cannot find the real sbatch: %v; set slurm.real_sbatch in %s\n", err, config.Path())
+		return 127
+	}
+	p := &passer{real: real, args: w.Args, env: env, w: w}
+	if v, _ := getenv(env, DisableEnv); v == "1" {
+		return p.pass(nil)
+	}
+
+	req, perr := ParseCLI(w.Args)
+	mention := MentionsGlean(w.Args, env, nil)
+	elasticParts := cfgErr == nil && len(cfg.Partitions.Elastic) > 0
+	if perr != nil {
+		if mention {
+			return w.optError(perr)
+		}
+		return p.pass(nil)
+	}
+	if req.HasCLI("help") || req.HasCLI("usage") || req.HasCLI("version") {
+		return p.pass(nil)
+	}
+	if _, isWrap := req.cliValue("wrap"); isWrap && !mention && !elasticParts {
+		return p.pass(nil) // no script directives: nothing else can make it elastic
+	}
+
+	maxScript := int64(defaultMaxScript)
+	if cfgErr == nil {
+		maxScript = cfg.Spool.MaxScriptBytes
+	}
+	var script []byte
+	scriptName := ""
+	wrap, isWrap := req.cliValue("wrap")
+	switch {
+	case isWrap:
+		if len(req.Operands) > 0 {
+			return p.pass(nil) // sbatch: "Script arguments not permitted with --wrap option"
+		}
+		script = []byte("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n" + wrap + "\n")
+		scriptName = "(wrap)"
+	case len(req.Operands) > 0:
+		if req.Operands[0] == ":" {
+			if mention {
+				return w.refusal(refuse("a heterogeneous job cannot be elastic; submit its components separately, or without --glean"))
+			}
+			return p.pass(nil)
+		}
+		scriptName = req.Operands[0]
+		if !filepath.IsAbs(scriptName) {
+			scriptName = filepath.Join(w.Cwd, scriptName)
+		}
+		script, err = readFileMax(scriptName, req.Operands[0], maxScript)
+		if err != nil {
+			return p.pass(nil) // sbatch says why it cannot read it
+		}
+	default:
+		// The script comes on stdin: read it to decide. A regular file is
+		// rewound afterwards; otherwise the bytes are handed on.
+		data, err := io.ReadAll(io.LimitReader(w.Stdin, maxScript+1))
+		p.consumed = data
+		if err != nil || int64(len(data)) > maxScript {
+			return p.pass(data)
+		}
+		script = data
+		scriptName = "(stdin)"
+	}
+	if !mention && !elasticParts && !MentionsGlean(nil, nil, script) {
+		return p.pass(p.consumed)
+	}
+	mention = mention || MentionsGlean(nil, nil, script)
+	if err := req.AddScript(filepath.Base(scriptName), script); err != nil {
+		if mention {
+			return w.optError(err)
+		}
+		return p.pass(p.consumed)
+	}
+	req.AddEnv(env)
+	if !w.elastic(req, cfgErr == nil, cfg) {
+		return p.pass(p.consumed)
+	}
+	if cfgErr != nil {
+		fmt.Fprintf(w.Stderr, "sbatch: error: glean: cannot submit an elastic job: %v; fix the configuration, or submit with %s=1 to run it as a plain array job\n", cfgErr, DisableEnv)
+		return 1
+	}
+	var args []string
+	if len(req.Operands) > 1 {
+		args = req.Operands[1:]
+	}
+	return w.submit(ctx, cfg, req, real, env, Input{Config: cfg, Env: env, Cwd: w.Cwd, User: userName(w.UID), Now: w.Now,
+		Script: script, ScriptName: scriptName, ScriptArgs: args})
+}
+
+// elastic reports whether the submission is elastic: --glean in any layer,
+// or a partition the site marks elastic.
+func (w *Wrapper) elastic(req *Request, haveCfg bool, cfg config.Config) bool {
+	if _, ok := req.Get("glean"); ok {
+		return true
+	}
+	if haveCfg {
+		for _, p := range req.Partitions() {
+			if cfg.IsElastic(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// optError prints an option error as sbatch (glibc's getopt) does.
+func (w *Wrapper) optError(err error) int {
+	var oe *OptError
+	if errors.As(err, &oe) {
+		fmt.Fprintf(w.Stderr, "sbatch: %s\nTry \"sbatch --help\" for more information\n", oe.Msg)
+		return 255
+	}
+	var de *DirectiveError
+	if errors.As(err, &de) {
+		fmt.Fprintf(w.Stderr, "sbatch: error: %s\n", de.Msg)
+		if strings.HasPrefix(de.Msg, "Invalid directive") {
+			return 255
+		}
+		return 1
+	}
+	fmt.Fprintf(w.Stderr, "sbatch: error: glean: %v\n", err)
+	return 1
+}
+
+func (w *Wrapper) refusal(err error) int {
+	var r *Refusal
+	if errors.As(err, &r) {
+		fmt.Fprintf(w.Stderr, "sbatch: error: glean: %s\n", r.Msg)
+		return r.Code
+	}
+	fmt.Fprintf(w.Stderr, "sbatch: error: glean: %v\n", err)
+	return 1
+}
+
+func readFileMax(path, name string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: %w", name, spool.ErrTooLarge)
+	}
+	return data, nil
+}
+
+// passer hands a submission to the real sbatch.
+type passer struct {
+	real     string
+	args     []string
+	env      []string
+	w        *Wrapper
+	consumed []byte
+}
+
+// pass runs the real sbatch with the user's argv, environment and stdin.
+// Without consumed bytes it execs; with them it rewinds a regular-file
+// stdin and execs, or runs sbatch as a child fed the same bytes.
+func (p *passer) pass(consumed []byte) int {
+	if consumed != nil {
+		if st, err := p.w.Stdin.Stat(); err == nil && st.Mode().IsRegular() {
+			if cur, err := p.w.Stdin.Seek(0, io.SeekCurrent); err == nil {
+				if _, err := p.w.Stdin.Seek(cur-int64(len(consumed)), io.SeekStart); err == nil {
+					consumed = nil
+				}
+			}
+		}
+	}
+	if consumed == nil {
+		err := execSbatch(p.real, p.args, p.env)
+		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
+		return 126
+	}
+	ws, err := runSbatch(p.real, p.args, p.env, consumed, p.w.Stdin, p.w.Stdout, p.w.Stderr)
+	if err != nil {
+		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
+		return 126
+	}
+	return exitLike(ws)
+}
+
+// submit makes the elastic job: entry files, anchor, shadow array (fair),
+// entry renamed into place; any failure undoes what was done.
+func (w *Wrapper) submit(ctx context.Context, cfg config.Config, req *Request, real string, env []string, in Input) int {
+	built, err := BuildEntry(req, in)
+	if err != nil {
+		return w.refusal(err)
+	}
+	e := built.Entry
+	runner := &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}
+	if built.Test {
+		return w.testOnly(ctx, real, req, env, in, built)
+	}
+
+	sp := &spool.Spool{Dir: cfg.Spool.Dir, MaxEntryBytes: cfg.Spool.MaxEntryBytes, MaxScriptBytes: cfg.Spool.MaxScriptBytes}
+	if err := sp.EnsureUserDirs(w.UID); err != nil {
+		return w.refusal(refuse("%v", err))
+	}
+	e.ID, e.Nonce = spool.NewID(in.Now), spool.NewNonce()
+	pend, err := sp.Prepare(w.UID, e.ID, in.Script, built.Env, built.Items)
+	if err != nil {
+		return w.refusal(refuse("%v", err))
+	}
+
+	// From here until the entry is in place (or everything is undone),
+	// SIGINT/SIGTERM/SIGHUP wait: an interrupted submission must not leave
+	// a job behind.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	sctx := context.WithoutCancel(ctx)
+
+	var submitted []string
+	undo := func() {
+		// A submission that timed out may still have reached Slurm: find
+		// this entry's jobs by their comments too.
+		submitted = append(submitted, jobsWithComments(sctx, runner, w.UID, spool.Comment(e.ID, e.Nonce), spool.ShadowComment(e.ID, e.Nonce))...)
+		done := map[string]bool{}
+		for _, id := range submitted {
+			if id == "" || done[id] {
+				continue
+			}
+			done[id] = true
+			if _, err := runner.Run(sctx, []string{"scancel", id}); err != nil {
+				fmt.Fprintf(w.Stderr, "sbatch: error: glean: could not cancel job %s while undoing the submission: %v; cancel it with `scancel %s`\n", id, err, id)
+			}
+		}
+		pend.Abort()
+	}
+
+	anchorOut, err := runner.Run(sctx, anchorArgv(real, cfg, e, w.agent(), w.UID))
+	if err != nil {
+		var ce *slurm.CmdError
+		if errors.As(err, &ce) && ce.ExitCode < 0 { // killed or timed out: it may have been queued
+			undo()
+		} else {
+			pend.Abort()
+		}
+		return w.sbatchFailed(err)
+	}
+	e.Anchor, e.Cluster = parseParsable(anchorOut)
+	if e.Anchor == "" {
+		pend.Abort()
+		fmt.Fprintf(w.Stderr, "sbatch: error: glean: the anchor job's sbatch printed %q, not a job id\n", strings.TrimSpace(string(anchorOut)))
+		return 1
+	}
+	submitted = append(submitted, e.Anchor)
+
+	if e.Mode == ModeFair {
+		shadow := filepath.Join(pend.Dir(), "shadow.sh")
+		if err := os.WriteFile(shadow, shadowScript(req, e, w.agent(), w.UID), 0o600); err != nil {
+			undo()
+			return w.refusal(refuse("shadow array: %v", err))
+		}
+		tctx, cancel := context.WithTimeout(sctx, cfg.Slurm.Timeout.Duration)
+		out, code, stderr := runCapture(tctx, append([]string{real}, shadowArgv(req, e, shadow, in.ScriptArgs)...),
+			stripEnv(env, "SBATCH_WAIT", "SBATCH_GLEAN"), in.Cwd)
+		cancel()
+		_ = os.Remove(shadow)
+		if code != 0 {
+			undo()
+			w.Stderr.Write(stderr)
+			return code
+		}
+		e.Shadow, _ = parseParsable(out)
+		if e.Shadow == "" {
+			submitted = append(submitted, strings.TrimSpace(string(out)))
+			undo()
+			fmt.Fprintf(w.Stderr, "sbatch: error: glean: the shadow array's sbatch printed %q, not a job id\n", strings.TrimSpace(string(out)))
+			return 1
+		}
+		submitted = append(submitted, e.Shadow)
+	}
+	if err := pend.Commit(e); err != nil {
+		undo()
+		return w.refusal(refuse("writing the spool entry: %v", err))
+	}
+	signal.Stop(sigs)
+
+	if !built.Quiet {
+		if built.Parse {
+			fmt.Fprintln(w.Stdout, strings.TrimSpace(string(anchorOut)))
+		} else {
+			fmt.Fprintf(w.Stdout, "Submitted batch job %s\n", e.Anchor)
+		}
+	}
+	select {
+	case s := <-sigs:
+		return 128 + int(s.(syscall.Signal))
+	default:
+	}
+	if e.Wait {
+		return waitForJob(ctx, runner, e.Anchor, w.Stderr)
+	}
+	return 0
+}
+
+func (w *Wrapper) agent() string {
+	if w.Agent != "" {
+		return w.Agent
+	}
+	return "glean-agent"
+}
+
+// sbatchFailed relays a failed sbatch's own words and exit code.
+func (w *Wrapper) sbatchFailed(err error) int {
+	var ce *slurm.CmdError
+	if errors.As(err, &ce) && ce.ExitCode > 0 {
+		if ce.Stderr != "" {
+			fmt.Fprintln(w.Stderr, ce.Stderr)
+		}
+		return ce.ExitCode
+	}
+	fmt.Fprintf(w.Stderr, "sbatch: error: glean: submitting the anchor job: %v\n", err)
+	return 1
+}
+
+// parseParsable splits sbatch --parsable output "id[;cluster]".
+func parseParsable(out []byte) (id, cluster string) {
+	s := strings.TrimSpace(string(out))
+	id, cluster, _ = strings.Cut(s, ";")
+	if _, err := slurm.ParseSubmitOutput([]byte(s)); err != nil {
+		return "", ""
+	}
+	return id, cluster
+}
+
+// anchorArgv is the anchor's sbatch: held, in the anchor partition, with
+// the user's job name, mail options, dependency, begin time and account,
+// and the comment that ties it to the entry. Its script runs
+// `glean-agent anchor` when the daemon releases it at the end.
+func anchorArgv(real string, cfg config.Config, e *spool.Entry, agent string, uid int) []string {
+	argv := []string{real, "--parsable", "--hold",
+		"--partition=" + cfg.Partitions.Anchor,
+		"--job-name=" + e.Name,
+		"--comment=" + spool.Comment(e.ID, e.Nonce),
+		"--output=/dev/null", "--error=/dev/null", "--chdir=/",
+		"--ntasks=1", "--nodes=1", "--time=5",
+	}
+	for _, o := range e.Options {
+		switch o.Name {
+		case "mail-type", "mail-user", "dependency", "begin", "account", "wckey", "kill-on-invalid-dep":
+			argv = append(argv, "--"+o.Name+"="+o.Value)
+		}
+	}
+	return append(argv, "--wrap=exec "+shellQuote(agent)+" anchor --job "+spool.RecordName(uid, e.ID))
+}
+
+// shadowArgv is the shadow array's sbatch: the user's own command line
+// (so Slurm applies every option as for the plain job, script directives
+// and SBATCH_* variables included), minus what glean handles itself, held,
+// with its output discarded (the agent writes each task's output) and no
+// mail (the anchor carries it).
+func shadowArgv(req *Request, e *spool.Entry, script string, scriptArgs []string) []string {
+	var argv []string
+	for _, s := range req.CLI {
+		switch s.Opt.Long {
+		case "glean", "wait", "parsable", "hold", "test-only", "wrap", "quiet", "verbose", "mail-type", "mail-user":
+			continue
+		}
+		if s.HasValue {
+			argv = append(argv, "--"+s.Opt.Long+"="+s.Value)
+		} else {
+			argv = append(argv, "--"+s.Opt.Long)
+		}
+	}
+	argv = append(argv, "--job-name="+e.Name, "--hold", "--parsable", "--mail-type=NONE",
+		"--comment="+spool.ShadowComment(e.ID, e.Nonce), "--output=/dev/null", "--error=/dev/null")
+	if e.Items != nil {
+		argv = append(argv, "--array="+e.Array.String())
+	}
+	argv = append(argv, script)
+	return append(argv, scriptArgs...)
+}
+
+// shadowScript is the shadow array's batch script: the user's directive
+// block (without --glean, which the real sbatch may not know), then the
+// agent, which takes the next pending task when an element starts.
+func shadowScript(req *Request, e *spool.Entry, agent string, uid int) []byte {
+	var b bytes.Buffer
+	b.WriteString("#!/bin/sh\n")
+	b.WriteString("# glean shadow array of elastic job " + e.ID + ": each element runs the next pending task.\n")
+	for _, s := range req.Script {
+		switch s.Opt.Long {
+		case "glean", "wait", "parsable", "test-only": // glean's, or the wrapper's to honour
+			continue
+		}
+		b.WriteString("#SBATCH ")
+		if s.HasValue {
+			b.WriteString(directiveQuote("--" + s.Opt.Long + "=" + s.Value))
+		} else {
+			b.WriteString("--" + s.Opt.Long)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("exec " + shellQuote(agent) + " shadow --job " + spool.RecordName(uid, e.ID) + "\n")
+	return b.Bytes()
+}
+
+// directiveQuote quotes a word for sbatch's directive reader: in "...",
+// with '\' before '"' and '\'.
+func directiveQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// shellQuote quotes a word for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// runCapture runs argv with env in dir and returns stdout, the exit code
+// and stderr.
+func runCapture(ctx context.Context, argv, env []string, dir string) ([]byte, int, []byte) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Args[0] = "sbatch"
+	cmd.Env, cmd.Dir = env, dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() > 0 {
+			return out.Bytes(), ee.ExitCode(), errb.Bytes()
+		}
+		fmt.Fprintf(&errb, "sbatch: error: glean: running %s: %v\n", argv[0], err)
+		return out.Bytes(), 1, errb.Bytes()
+	}
+	return out.Bytes(), 0, errb.Bytes()
+}
+
+// testOnly checks an elastic submission without submitting anything: the
+// real sbatch --test-only judges the shadow form (what plain sbatch would
+// queue) and its answer is relayed.
+func (w *Wrapper) testOnly(ctx context.Context, real string, req *Request, env []string, in Input, b *Built) int {
+	dir, err := os.MkdirTemp("", "glean-test-only-")
+	if err != nil {
+		return w.refusal(refuse("%v", err))
+	}
+	defer os.RemoveAll(dir)
+	e := &spool.Entry{ID: "000000000000-00000000", Nonce: strings.Repeat("0", 32), Items: b.Entry.Items, Array: b.Entry.Array}
+	script := filepath.Join(dir, "shadow.sh")
+	if err := os.WriteFile(script, shadowScript(req, e, w.agent(), w.UID), 0o600); err != nil {
+		return w.refusal(refuse("%v", err))
+	}
+	argv := shadowArgv(req, e, script, in.ScriptArgs)
+	// --test-only instead of --hold/--parsable: sbatch says when it would start.
+	var keep []string
+	for _, a := range argv {
+		if a != "--hold" && a != "--parsable" {
+			keep = append(keep, a)
+		}
+	}
+	out, code, stderr := runCapture(ctx, append([]string{real, "--test-only"}, keep...), stripEnv(env, "SBATCH_WAIT", "SBATCH_GLEAN"), in.Cwd)
+	w.Stdout.Write(out)
+	w.Stderr.Write(stderr)
+	return code
+}
+
+// waitForJob is --wait: poll until the anchor ends, then exit as sbatch
+// --wait does: the job's exit code, at least 1 if it did not complete.
+func waitForJob(ctx context.Context, r slurm.Runner, id string, stderr io.Writer) int {
+	delay := time.Second
+	for {
+		out, err := r.Run(ctx, []string{"scontrol", "-o", "show", "job", id})
+		if err == nil {
+			state, code := jobEnd(string(out))
+			switch state {
+			case "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING", "":
+			case "COMPLETED":
+				return code
+			default:
+				return max(code, 1)
+			}
+		} else {
+			var ce *slurm.CmdError
+			if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid job id") {
+				fmt.Fprintf(stderr, "sbatch: error: glean: job %s is no longer known to Slurm\n", id)
+				return 1
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 130
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
+// jobEnd reads JobState and ExitCode from `scontrol -o show job`. The
+// anchor's name is the only user text before them, so the first
+// occurrences after "JobName=" are Slurm's.
+func jobEnd(show string) (state string, code int) {
+	_, rest, _ := strings.Cut(show, " UserId=")
+	for _, f := range strings.Fields(rest) {
+		if v, ok := strings.CutPrefix(f, "JobState="); ok && state == "" {
+			state = v
+		}
+		if v, ok := strings.CutPrefix(f, "ExitCode="); ok {
+			n, _, _ := strings.Cut(v, ":")
+			fmt.Sscan(n, &code)
+			break
+		}
+	}
+	return state, code
+}
+
+// userName is uid's login name, for display only (identity is the uid).
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
+}
+
+// jobsWithComments returns uid's jobs whose comment is one of comments.
+// Comments are the user's own text, but only the user's own jobs are
+// listed, so a forged line can only name the user's own job.
+func jobsWithComments(ctx context.Context, r slurm.Runner, uid int, comments ...string) []string {
+	out, err := r.Run(ctx, []string{"squeue", "-h", "-u", strconv.Itoa(uid), "-o", "%A|%k"})
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, line := range strings.Split(string(out), "\n") {
+		id, c, ok := strings.Cut(line, "|")
+		if ok && slurm.ValidJobID(id) && slices.Contains(comments, c) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
