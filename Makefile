@@ -12,7 +12,7 @@ all: build
 
 build: spank
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -o $(BIN)/ ./cmd/glean ./cmd/gleand ./cmd/glean-agent
+	$(GO) build -trimpath -o $(BIN)/ ./cmd/glean ./cmd/gleand ./cmd/glean-agent ./cmd/glean-helper
 
 # spank builds the SPANK plugin that makes `#SBATCH --glean` valid (spank/glean.c
 # says how an admin installs it). Needs Slurm's headers: libslurm-dev.

@@ -2,6 +2,11 @@
 // of its loop (sidecar/daemon): it takes users' elastic submissions from
 // the spool into its own records, holds their anchor jobs and follows them.
 // Pilots and task execution arrive with the execution-path issue.
+//
+// gleand runs as daemon.user (glean) and asks the root helper
+// (glean-helper, helper.socket) for every privileged Slurm action. It
+// refuses to run as root unless -allow-root is given: as root it would
+// read a spool users write into with root's rights.
 package main
 
 import (
@@ -15,10 +20,12 @@ import (
 	"os/user"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/glean-hpc/glean/sidecar/cli"
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/daemon"
+	"github.com/glean-hpc/glean/sidecar/privhelper"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -30,12 +37,13 @@ func main() {
 	}
 	fs := flag.NewFlagSet("gleand", flag.ContinueOnError)
 	configPath := fs.String("config", config.Path(), "site configuration")
+	allowRoot := fs.Bool("allow-root", false, "run even as root (gleand runs as daemon.user; root only for debugging)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *configPath, log)
+	err := run(ctx, *configPath, *allowRoot, log)
 	stop()
 	if err != nil {
 		log.Error("gleand", "err", err)
@@ -43,10 +51,16 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, configPath string, log *slog.Logger) error {
+func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logger) error {
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return err
+	}
+	if os.Geteuid() == 0 && !allowRoot {
+		return fmt.Errorf("gleand runs as daemon.user %q, not root: start it as that user (etc/gleand.service), or pass -allow-root", cfg.Daemon.User)
+	}
+	if u, err := user.Current(); err == nil && u.Username != cfg.Daemon.User && os.Geteuid() != 0 {
+		log.Warn("gleand runs as another user than daemon.user; the helper refuses all but daemon.user", "user", u.Username, "daemon_user", cfg.Daemon.User)
 	}
 	log.Info("gleand starting", "version", cli.Version, "config", configPath, "spool", cfg.Spool.Dir, "uid", os.Getuid())
 	g, err := user.LookupGroup(cfg.Spool.Group)
@@ -64,9 +78,14 @@ func run(ctx context.Context, configPath string, log *slog.Logger) error {
 	}
 	defer records.Close()
 	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}}
+	var priv daemon.Privileged = &daemon.SlurmPrivileged{C: client}
+	if cfg.Helper.Socket != "" {
+		priv = &privhelper.Client{Socket: cfg.Helper.Socket, Timeout: privhelper.RequestTimeout(cfg.Slurm.Timeout.Duration) + 5*time.Second}
+	}
+	log.Info("privileged actions", "helper", cfg.Helper.Socket)
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
 		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits},
-		records, &daemon.SlurmQueue{R: client.R}, &daemon.SlurmPrivileged{C: client}, &daemon.SnapshotSizer{C: client}, log)
+		records, &daemon.SlurmQueue{R: client.R}, priv, &daemon.SnapshotSizer{C: client}, log)
 	if err != nil {
 		return err
 	}

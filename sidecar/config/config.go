@@ -41,6 +41,7 @@ type Config struct {
 	Policy     Policy     `toml:"policy"`
 	Limits     Limits     `toml:"limits"`
 	Daemon     Daemon     `toml:"daemon"`
+	Helper     Helper     `toml:"helper"`
 }
 
 // Slurm says where Slurm's commands are.
@@ -94,6 +95,18 @@ type Daemon struct {
 	MetricsListen string   `toml:"metrics_listen"` // "" = no /metrics
 }
 
+// Helper configures the privileged helper (glean-helper, root) and how
+// gleand reaches it.
+type Helper struct {
+	// Socket is the helper's unix socket; its directory is created 0750
+	// root:spool.group. "" makes gleand act on Slurm itself, which needs
+	// the daemon's user to be a Slurm operator.
+	Socket string `toml:"socket"`
+}
+
+// maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
+const maxSocketPath = 107
+
 // Default is the configuration used where the file says nothing.
 func Default() Config {
 	return Config{
@@ -104,6 +117,7 @@ func Default() Config {
 			MaxPendingPilots: 8, MinPilotTime: Duration{2 * time.Minute}},
 		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000},
 		Daemon: Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true},
+		Helper: Helper{Socket: "/run/glean/helper.sock"},
 	}
 }
 
@@ -186,6 +200,9 @@ func (c Config) Validate() error {
 	}
 	if c.Daemon.Interval.Duration < 0 || c.Daemon.Rescan.Duration <= 0 {
 		bad("daemon", "interval must not be negative and rescan must be positive")
+	}
+	if s := c.Helper.Socket; s != "" && (!filepath.IsAbs(s) || filepath.Clean(s) != s || len(s) > maxSocketPath || filepath.Dir(s) == "/") {
+		bad("helper.socket", "must be \"\" or a clean absolute path under a directory of its own, at most %d bytes, not %q", maxSocketPath, s)
 	}
 	return errors.Join(errs...)
 }

@@ -49,6 +49,8 @@ func TestLoadRejects(t *testing.T) {
 		{"relative spool", "[spool]\ndir = \"spool\"\n", `spool.dir: must be an absolute path`},
 		{"two problems at once", "[spool]\ndir = \"\"\n[daemon]\nuser = \"\"\n", "daemon.user"},
 		{"not toml", "[policy\n", "glean.toml"},
+		{"relative helper socket", "[helper]\nsocket = \"run/helper.sock\"\n", "helper.socket"},
+		{"helper socket in /", "[helper]\nsocket = \"/helper.sock\"\n", "helper.socket"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -433,4 +434,90 @@ func TestLoopWatches(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// recordedFirst is Privileged that, like the root helper, acts only on a
+// job some record on disk names (with the entry's nonce), and can fail
+// holds.
+type recordedFirst struct {
+	*fakeSlurm
+	rs       *spool.Records
+	failHold bool
+	unknown  []string
+}
+
+func (p *recordedFirst) recorded(id string) bool {
+	recs, _ := p.rs.FindJob(id, os.Getuid())
+	for _, r := range recs {
+		if r.Entry != nil && r.Entry.Nonce != "" {
+			return true
+		}
+	}
+	p.unknown = append(p.unknown, id)
+	return false
+}
+
+func (p *recordedFirst) Hold(ctx context.Context, id string) error {
+	if !p.recorded(id) || p.failHold {
+		return fmt.Errorf("refused: hold %s", id)
+	}
+	return p.fakeSlurm.Hold(ctx, id)
+}
+
+func (p *recordedFirst) Cancel(ctx context.Context, id string) error {
+	if !p.recorded(id) {
+		return fmt.Errorf("refused: cancel %s", id)
+	}
+	return p.fakeSlurm.Cancel(ctx, id)
+}
+
+// The daemon records a job before it asks for a hold or a cancel, so
+// that the helper, which acts only on recorded jobs, accepts; a hold
+// that fails leaves an accepting record that the next round (or a
+// restarted daemon) takes in again.
+func TestIntakeRecordsBeforeActing(t *testing.T) {
+	fx := newFixture(t)
+	rs, err := fx.s.OpenRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	p := &recordedFirst{fakeSlurm: fx.slurm, rs: rs, failHold: true}
+	fx.in.priv = p
+	e := fx.submit(t, 5, func(e *spool.Entry, _ *QJob) { e.Mode, e.Shadow = "fair", strconv.Itoa(nextJob+1) })
+	if st := fx.round(t); st.Accepted != 0 {
+		t.Fatalf("accepted although the hold failed: %+v", st)
+	}
+	r, err := rs.Get(spool.RecordName(fx.uid, e.ID))
+	if err != nil || r.State != spool.StateAccepting {
+		t.Fatalf("record after a failed hold: %+v %v", r, err)
+	}
+	// A daemon restarted now takes the entry in again.
+	p.failHold = false
+	in2, _ := NewIntake(fx.in.opt, rs, fx.slurm, p, fx.slurm, fx.in.log)
+	if st, _ := in2.Round(context.Background(), fx.now); st.Accepted != 1 {
+		t.Fatalf("restarted: %+v", st)
+	}
+	if r := in2.Get(spool.RecordName(fx.uid, e.ID)); r == nil || r.State != spool.StateQueued {
+		t.Fatalf("record %+v", r)
+	}
+	// A rejection that cancels the verified anchor records it first.
+	e2 := fx.submit(t, 1, func(e *spool.Entry, _ *QJob) { e.Resources.MemMB = 5000 })
+	if st, _ := in2.Round(context.Background(), fx.now); st.Rejected != 1 {
+		t.Fatalf("round: %+v", st)
+	}
+	if j := fx.slurm.jobs[e2.Anchor]; j.State != "CANCELLED" {
+		t.Errorf("the rejected job's anchor %s is %s", e2.Anchor, j.State)
+	}
+	// The anchor is cancelled: the follow-up cancels the shadow array.
+	fx.slurm.Cancel(context.Background(), e.Anchor)
+	if st, _ := in2.Round(context.Background(), fx.now); st.Cancelled != 1 {
+		t.Fatalf("round: %+v", st)
+	}
+	if j := fx.slurm.jobs[e.Shadow]; j.State != "CANCELLED" {
+		t.Errorf("shadow %s", j.State)
+	}
+	if len(p.unknown) != 0 {
+		t.Errorf("asked to act on jobs no record named: %v", p.unknown)
+	}
 }

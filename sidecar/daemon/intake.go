@@ -24,10 +24,11 @@ import (
 )
 
 // Privileged is every action the daemon takes on users' jobs that needs
-// more than the glean user's rights. Today gleand implements it with
-// scontrol/scancel through sidecar/slurm, which needs Slurm operator
-// rights (root on the loopback cluster); the execution-path issue moves it
-// into the root helper, which acts only on job ids the daemon recorded.
+// more than the glean user's rights. gleand implements it with the root
+// helper's client (sidecar/privhelper), which acts only on job ids the
+// daemon recorded: so a job is recorded (state accepting, or rejected or
+// cancelled with its entry) before the daemon asks to hold or cancel it.
+// SlurmPrivileged acts directly, for a glean user that is a Slurm operator.
 type Privileged interface {
 	Hold(ctx context.Context, jobID string) error   // admin hold: only an operator releases it
 	Cancel(ctx context.Context, jobID string) error // the whole job (all array elements)
@@ -120,6 +121,9 @@ func NewIntake(opt Options, records *spool.Records, q Queue, p Privileged, s Nod
 		log.Warn("unreadable record", "err", err)
 	}
 	for _, r := range recs {
+		if r.State == spool.StateAccepting {
+			continue // interrupted before its jobs were held: taken in again
+		}
 		in.known[r.DirName()] = r
 	}
 	return in, nil
@@ -203,16 +207,23 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	if rec.User == "" {
 		rec.User = strconv.Itoa(f.UID)
 	}
+	var e *spool.Entry
+	// reject records the rejection, then cancels the jobs verified as the
+	// entry's (the record, with the entry's nonce, is what lets the
+	// privileged helper cancel them).
 	reject := func(reason string, cancel ...string) string {
 		rec.State, rec.Reason, rec.Ended = spool.StateRejected, reason, now
-		for _, id := range cancel {
-			if err := in.priv.Cancel(ctx, id); err != nil {
-				log.Warn("cancelling a rejected job's Slurm job", "job", id, "err", err)
-			}
+		if len(cancel) > 0 {
+			rec.Entry = e
 		}
 		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}); err != nil {
 			log.Error("recording a rejection", "err", err)
 			return ""
+		}
+		for _, id := range cancel {
+			if err := in.priv.Cancel(ctx, id); err != nil {
+				log.Warn("cancelling a rejected job's Slurm job", "job", id, "err", err)
+			}
 		}
 		log.Info("entry rejected", "reason", reason)
 		return spool.StateRejected
@@ -226,7 +237,7 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		}
 		return reject(fmt.Sprintf("the entry cannot be taken in: %v", err))
 	}
-	e := read.Entry
+	e = read.Entry
 	rec.Anchor, rec.Shadow, rec.Name, rec.Mode, rec.Submitted = e.Anchor, e.Shadow, e.Name, e.Mode, e.Submitted
 	rec.Tasks = spool.Counts{Total: e.Tasks}
 	if rec.User == strconv.Itoa(f.UID) {
@@ -262,12 +273,13 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	if Ended(aj.State) {
 		rec.State, rec.Ended = spool.StateCancelled, now
 		rec.Reason = fmt.Sprintf("the anchor job %s ended (%s) before glean took the job in", e.Anchor, aj.State)
-		for _, id := range verified[1:] {
-			_ = in.priv.Cancel(ctx, id)
-		}
+		rec.Entry = e
 		if err := in.store(rec, spool.Event{Time: now, Event: "cancelled", Detail: rec.Reason}); err != nil {
 			log.Error("recording", "err", err)
 			return ""
+		}
+		for _, id := range verified[1:] {
+			_ = in.priv.Cancel(ctx, id)
 		}
 		return spool.StateCancelled
 	}
@@ -306,16 +318,23 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		return reject(fmt.Sprintf("impossible resources: a task needs %d MB of memory, the largest node of partition %s has %d MB", need, in.opt.PilotPartition, mem), verified...)
 	}
 
-	// Take it: hold the anchor (and the shadow array) so that neither can
-	// be released by the user, then record.
+	// Take it: record it as accepting (the helper holds only recorded
+	// jobs), hold the anchor (and the shadow array) so that neither can be
+	// released by the user, then record it as taken in. An accepting
+	// record left by a failed hold is overwritten next round.
+	rec.Entry, rec.Accepted = e, now
+	rec.Tasks.Pending = e.Tasks
+	rec.State = spool.StateAccepting
+	if err := in.records.Put(rec); err != nil {
+		log.Error("recording before the hold", "err", err)
+		return ""
+	}
 	for _, id := range verified {
 		if err := in.priv.Hold(ctx, id); err != nil {
 			log.Warn("admin hold; trying again next round", "job", id, "err", err)
 			return ""
 		}
 	}
-	rec.Entry, rec.Accepted = e, now
-	rec.Tasks.Pending = e.Tasks
 	rec.State = spool.StateQueued
 	rec.Waiting = waiting(e, aj, jobs, now)
 	if len(rec.Waiting) > 0 {

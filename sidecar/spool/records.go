@@ -41,6 +41,10 @@ const (
 	StateCancelled = "cancelled" // scancel of the anchor or glean cancel
 	StateRejected  = "rejected"  // not taken in; Reason says why
 	StateSubmitted = "submitted" // (status only) in incoming, not yet taken in
+	// StateAccepting is a verified entry recorded just before its jobs are
+	// put on hold: the privileged helper acts only on jobs the records
+	// name. A daemon that finds one at start takes the entry in again.
+	StateAccepting = "accepting"
 )
 
 // Record is a job as the daemon holds it.
@@ -255,6 +259,10 @@ func (rs *Records) Get(name string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeRecord(name, data)
+}
+
+func decodeRecord(name string, data []byte) (*Record, error) {
 	if len(data) > maxRecordBytes {
 		return nil, fmt.Errorf("record %s: %w", name, ErrTooLarge)
 	}

@@ -21,37 +21,52 @@ import (
 
 var daemonOnce sync.Once
 
-// startDaemon runs the real gleand (as root, which the loopback Slurm
-// treats as an operator) for the rest of the package's tests.
+// startDaemon runs the real glean-helper as root (which the loopback
+// Slurm treats as an operator) and the real gleand as the glean user for
+// the rest of the package's tests.
 func (e *env) startDaemon(t *testing.T) {
 	t.Helper()
 	daemonOnce.Do(func() {
-		cmd := exec.Command(filepath.Join(e.Bin, "gleand"), "-config", e.Config)
-		cmd.Env = []string{"PATH=" + basePath, "SLURM_CONF=" + cl.Conf}
-		logf, err := os.Create(filepath.Join(e.Dir, "gleand.log"))
-		if err != nil {
-			t.Fatal(err)
+		start := func(name string, cred *syscall.Credential) *exec.Cmd {
+			cmd := exec.Command(filepath.Join(e.Bin, name), "-config", e.Config)
+			cmd.Env = []string{"PATH=" + basePath, "SLURM_CONF=" + cl.Conf}
+			logf, err := os.Create(filepath.Join(e.Dir, name+".log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logf.Close()
+			cmd.Stdout, cmd.Stderr = logf, logf
+			if cred != nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			return cmd
 		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		daemonProc = cmd
+		helperProc = start("glean-helper", nil)
+		cl.WaitFor(t, 10*time.Second, "glean-helper's socket", func() bool {
+			st, err := os.Stat(e.Helper)
+			return err == nil && st.Mode()&os.ModeSocket != 0
+		})
+		daemonProc = start("gleand", &syscall.Credential{Uid: uint32(e.GleanUID), Gid: uint32(e.GleanGID)})
 	})
-	if daemonProc == nil {
-		t.Fatal("gleand did not start")
+	if daemonProc == nil || helperProc == nil {
+		t.Fatal("gleand or glean-helper did not start")
 	}
 }
 
-var daemonProc *exec.Cmd
+var daemonProc, helperProc *exec.Cmd
 
-// stopDaemon stops gleand: TestZZStopDaemon, before the cluster goes
-// down, and TestMain, in case that test did not run.
+// stopDaemon stops gleand, then glean-helper: TestZZStopDaemon, before the
+// cluster goes down, and TestMain, in case that test did not run.
 func stopDaemon() {
-	if daemonProc != nil && daemonProc.Process != nil {
-		_ = daemonProc.Process.Signal(syscall.SIGTERM)
-		_ = daemonProc.Wait()
-		daemonProc = nil
+	for _, p := range []**exec.Cmd{&daemonProc, &helperProc} {
+		if *p != nil && (*p).Process != nil {
+			_ = (*p).Process.Signal(syscall.SIGTERM)
+			_ = (*p).Wait()
+			*p = nil
+		}
 	}
 }
 

@@ -4,9 +4,10 @@
 //
 // The wrapper runs as an ordinary user (created with useradd if missing)
 // through SysProcAttr.Credential, so the spool's ownership checks are the
-// real ones; the daemon's intake runs in-process as root, which the loopback
-// Slurm accepts as an administrator (docs/submission.md says what that
-// does and does not prove).
+// real ones. gleand runs as the glean user and its privileged actions go
+// through glean-helper, run as root, which the loopback Slurm accepts as
+// an administrator (docs/submission.md says what that does and does not
+// prove). BenchmarkIntake10k runs the intake in-process as root.
 package submit
 
 import (
@@ -54,7 +55,8 @@ const (
 // env is everything the tests share: binaries, users, spool, config.
 type env struct {
 	Dir      string // root of the test's files (mode 0755)
-	Bin      string // glean, gleand, glean-agent
+	Bin      string // glean, gleand, glean-agent, glean-helper, rawclient
+	Helper   string // glean-helper's socket
 	Wrappers string // a copy of wrappers/sbatch next to Bin (../bin/glean)
 	Work     string // the test user's working directory
 	Spool    string
@@ -138,7 +140,8 @@ func newEnv() (*env, error) {
 		return nil, err
 	}
 	e := &env{Dir: dir, Bin: filepath.Join(dir, "bin"), Wrappers: filepath.Join(dir, "wrappers"),
-		Work: filepath.Join(dir, "work"), Spool: filepath.Join(dir, "spool"), Config: filepath.Join(dir, "glean.toml")}
+		Work: filepath.Join(dir, "work"), Spool: filepath.Join(dir, "spool"), Config: filepath.Join(dir, "glean.toml"),
+		Helper: filepath.Join(dir, "run", "helper.sock")}
 	u, _ := user.Lookup(testUser)
 	e.UID, _ = strconv.Atoi(u.Uid)
 	e.GID, _ = strconv.Atoi(u.Gid)
@@ -149,7 +152,7 @@ func newEnv() (*env, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	build := exec.Command("go", "build", "-o", e.Bin+"/", "./cmd/glean", "./cmd/gleand", "./cmd/glean-agent")
+	build := exec.Command("go", "build", "-o", e.Bin+"/", "./cmd/glean", "./cmd/gleand", "./cmd/glean-agent", "./cmd/glean-helper", "./tests/submit/rawclient")
 	build.Dir = repoRoot()
 	out, err := build.CombinedOutput()
 	if err != nil {
@@ -183,6 +186,15 @@ func newEnv() (*env, error) {
 	if err := os.Chmod(e.Spool, 0o755); err != nil {
 		return nil, err
 	}
+	// The spool is the daemon's user's, as a package would install it.
+	for _, d := range []string{e.Spool, filepath.Join(e.Spool, spool.UsersDir), filepath.Join(e.Spool, spool.JobsDir)} {
+		if err := os.Lchown(d, e.GleanUID, e.GleanGID); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Chmod(filepath.Join(e.Spool, spool.UsersDir), spool.UsersMode); err != nil { // chown cleared setgid
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -203,7 +215,9 @@ allow_thesis = false
 max_tasks_per_job = 200000
 [daemon]
 rescan = "1s"
-`, extra, e.Spool)
+[helper]
+socket = %q
+`, extra, e.Spool, e.Helper)
 	return os.WriteFile(path, []byte(text), 0o644)
 }
 

@@ -1,0 +1,102 @@
+package privhelper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// Client asks the helper over its socket. It implements gleand's
+// daemon.Privileged (Hold, Cancel) and Release.
+type Client struct {
+	Socket  string
+	Timeout time.Duration // per request, dial to answer; DefaultTimeout if zero
+}
+
+// DefaultTimeout bounds one request when Client.Timeout is zero; the
+// helper runs squeue and then scontrol or scancel.
+const DefaultTimeout = 75 * time.Second
+
+// Hold puts job id on an admin hold.
+func (c *Client) Hold(ctx context.Context, id string) error {
+	return c.Do(ctx, Request{Op: OpHold, Job: id})
+}
+
+// Release releases job id's hold.
+func (c *Client) Release(ctx context.Context, id string) error {
+	return c.Do(ctx, Request{Op: OpRelease, Job: id})
+}
+
+// Cancel cancels job id (every array element).
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	return c.Do(ctx, Request{Op: OpCancel, Job: id})
+}
+
+// Do sends one request and waits for its answer. A refusal is a
+// *Refusal (IsRefusal); every error names the helper, the op and the job.
+func (c *Client) Do(ctx context.Context, req Request) error {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wrap := func(err error) error {
+		return fmt.Errorf("privileged helper (%s): %s %s: %w", c.Socket, req.Op, req.Job, err)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		return wrap(fmt.Errorf("%w (is glean-helper running?)", err))
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return wrap(err)
+	}
+	// A helper that refuses may answer and close before reading all of
+	// the request: its answer, if any, says more than the write error.
+	_, werr := conn.Write(append(data, '\n'))
+	line, err := readLine(conn, MaxResponseBytes)
+	if err != nil && werr != nil {
+		return wrap(werr)
+	}
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			cause := ctx.Err()
+			if cause == nil {
+				cause = context.DeadlineExceeded // the connection's deadline is the context's
+			}
+			return wrap(fmt.Errorf("no answer within %v: %w", timeout, cause))
+		}
+		return wrap(fmt.Errorf("bad answer: %w", err))
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return wrap(fmt.Errorf("bad answer: %w", err))
+	}
+	switch {
+	case resp.OK:
+		return nil
+	case resp.Refused:
+		return wrap(&Refusal{Reason: resp.Error})
+	default:
+		return wrap(fmt.Errorf("failed: %s", resp.Error))
+	}
+}
+
+// RequestTimeout is how long the helper gives one request when each Slurm
+// command may take slurmTimeout (it runs squeue, then scontrol or
+// scancel). The client should wait a little longer, to read the answer.
+func RequestTimeout(slurmTimeout time.Duration) time.Duration {
+	return 2*slurmTimeout + 10*time.Second
+}
