@@ -25,6 +25,7 @@ func commands() map[string]command {
 		"status": {"list elastic jobs like squeue: state, tasks done/running/pending/failed, pilots", Status},
 		"show":   {"show everything about one elastic job, rejections included", Show},
 		"cancel": {"cancel an elastic job (as scancel on its id does)", Cancel},
+		"sim":    {"simulate a workload in SLURM-only and glean's modes: utilization, turnaround, waits", Sim},
 		"sbatch": {"", Sbatch}, // hidden: the entry of wrappers/sbatch
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "glean", Version)

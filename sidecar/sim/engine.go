@@ -6,20 +6,25 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/glean-hpc/glean/sidecar/workload"
 )
 
 // job is the engine's view of one job.
 type job struct {
 	id     int
+	seq    int // position in arrival order: Slurm's priority order here
 	submit time.Duration
 	run    time.Duration // how long it holds its nodes (cut at the limit if killed)
 	est    time.Duration // what the scheduler plans with; may be Unlimited
 	nodes  int
 	killed bool
+	src    *workload.Job
 
 	began      bool
 	start, end time.Duration
 	estEnd     time.Duration // start + est, saturated
+	alloc      []span        // the nodes it holds, from start on
 }
 
 // addSat adds a duration to a time, saturating at the largest Duration so
@@ -37,12 +42,25 @@ type State struct {
 	now   time.Duration
 	size  int
 	free  int
+	idle  bitset // which nodes are free; free counts them
 	queue []*job // pending, FIFO by (submit, ID)
 	// running is ordered by byEstEnd: the order in which the scheduler
 	// expects nodes back, which is all EASY needs for the shadow time.
 	running []*job
 	started bool   // a queued job started during this pass: compact the queue
 	ev      events // job ends and wake-ups
+
+	runs  []span // scratch space of bestFit
+	spans []span // backing store of the jobs' allocations, appended to
+
+	// Slurm-like limit enforcement: a job over its limit is killed at the
+	// next multiple of limitCheck and frees its nodes killWait later.
+	// limitCheck 0 kills exactly at the limit.
+	limitCheck, killWait time.Duration
+
+	policy Policy
+	part   *partition // what Snapshot shows of the partition
+	bf     *slurmLike // the Slurm-like scheduler, whose plan Snapshot shows; nil for the others
 }
 
 // Now is the simulated time, as an offset from the workload's start.
@@ -68,19 +86,54 @@ func byEstEnd(a, b *job) int {
 	return cmp.Or(cmp.Compare(a.estEnd, b.estEnd), cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.id, b.id))
 }
 
-// start runs a queued job now. The caller has checked that it fits; the job
-// stays in the queue until compact.
+// start runs a queued job now on the nodes select/linear would give it.
+// The caller has checked that it fits; the job stays in the queue until
+// compact.
 func (s *State) start(j *job) {
+	n := len(s.spans)
+	var ok bool
+	s.runs, s.spans, ok = bestFit(s.idle, j.nodes, s.runs, s.spans)
+	if !ok {
+		panic("sim: starting a job that does not fit")
+	}
+	s.startOn(j, s.spans[n:len(s.spans):len(s.spans)])
+}
+
+// startOn runs a queued job now on the given free nodes.
+func (s *State) startOn(j *job, alloc []span) {
+	sortSpans(alloc)
+	for _, sp := range alloc {
+		s.idle.clearRange(int(sp.first), int(sp.n))
+	}
+	j.alloc = alloc
 	j.began = true
 	j.start = s.now
 	j.end = s.now + j.run
 	j.estEnd = addSat(s.now, j.est)
+	if s.limitCheck > 0 && j.est != workload.Unlimited && j.run > j.est {
+		// slurmctld checks limits every limitCheck and kills a job whose
+		// end time has come; a job that ends before the check just ends.
+		check := ceilTo(j.estEnd, s.limitCheck)
+		j.killed = j.end > check
+		j.end = min(j.end, check+s.killWait)
+	}
 	s.free -= j.nodes
 	i, _ := slices.BinarySearchFunc(s.running, j, byEstEnd)
 	s.running = slices.Insert(s.running, i, j)
 	s.started = true
 	s.ev.add(event{t: j.end, kind: evEnd, j: j})
 }
+
+// ceilTo rounds t up to a multiple of d.
+func ceilTo(t, d time.Duration) time.Duration {
+	if r := t % d; r != 0 {
+		return t - r + d
+	}
+	return t
+}
+
+// floorTo rounds t down to a multiple of d.
+func floorTo(t, d time.Duration) time.Duration { return t - t%d }
 
 // wake asks for a scheduling pass at t even if nothing ends or arrives
 // then: a reservation may start at a time that is no event. Schedulers ask
@@ -100,6 +153,9 @@ func (s *State) finish(j *job) {
 	}
 	s.running = slices.Delete(s.running, i, i+1)
 	s.free += j.nodes
+	for _, sp := range j.alloc {
+		s.idle.setRange(int(sp.first), int(sp.n))
+	}
 }
 
 // compact drops started jobs from the queue, keeping its order. It moves
@@ -129,8 +185,8 @@ type scheduler interface {
 }
 
 // eventKind orders events at one instant: ends before anything else.
-// Periodic timers (a Slurm-like backfill cycle, pilot policy ticks) will be
-// further kinds.
+// Periodic timers (the Slurm-like backfill cycle) are wake-ups that the
+// scheduler asks for again at every pass.
 type eventKind uint8
 
 const (

@@ -132,3 +132,15 @@ func TestThesisSlurmOnly(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSlurmLikeKTH is the Slurm-like mode on KTH-SP2 with Slurm's
+// default settings (a backfill pass every 30 s), parsing excluded.
+func BenchmarkSlurmLikeKTH(b *testing.B) {
+	w := loadSWF(b, "KTH-SP2-1996-2.1-cln.swf.gz")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Run(w, Config{Policy: SlurmLike}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

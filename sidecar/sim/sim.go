@@ -8,10 +8,12 @@
 // then, then runs one scheduling pass of the configured policy.
 //
 // Policies are small schedulers behind one interface that see the machine
-// through State and may ask for a pass at a later time (wake). A Slurm-like
-// backfill (a pass every bf_interval, plans at bf_resolution) is meant to be
-// one more scheduler with periodic wake-ups, and elastic pilots under the
-// real policy are meant to attach at Config.OnPass.
+// through State and may ask for a pass at a later time (wake). SlurmLike is
+// one of them with periodic wake-ups (docs/simulator.md describes the
+// model). The engine tracks which nodes each job holds, so that State can
+// render itself as the cluster snapshot the daemon's policy reads
+// (State.Snapshot); elastic pilots under the real policy are meant to
+// attach at Config.OnPass.
 package sim
 
 import (
@@ -39,6 +41,13 @@ const (
 	// job may jump ahead only if it delays no reservation. Reservations move
 	// earlier (in queue order) when a job ends before its estimate.
 	Conservative
+	// SlurmLike is Slurm 22.05's main scheduler (FCFS on slurmctld's
+	// one-second loop, every sched_interval and soon after submissions and
+	// job ends) plus sched/backfill (a pass every bf_interval that reserves
+	// nodes for the pending jobs it tests, in priority order, and starts
+	// those that delay no reservation), with limits in whole minutes
+	// enforced on a periodic check. Config.Slurm holds its settings.
+	SlurmLike
 )
 
 func (p Policy) String() string {
@@ -49,6 +58,8 @@ func (p Policy) String() string {
 		return "easy"
 	case Conservative:
 		return "conservative"
+	case SlurmLike:
+		return "slurm"
 	}
 	return "invalid"
 }
@@ -74,6 +85,12 @@ type Config struct {
 	// DefaultLimit is the limit of jobs that gave none, like a partition's
 	// DefaultTime; 0 means Unlimited. Used with KillAtLimit only.
 	DefaultLimit time.Duration
+	// MaxTime is the partition's MaxTime: it caps every limit (Slurm
+	// would leave a job asking for more pending; here it runs with
+	// MaxTime). 0 means UNLIMITED.
+	MaxTime time.Duration
+	// Slurm holds the SlurmLike policy's settings.
+	Slurm SlurmParams
 	// OnPass, if set, is called after every scheduling pass. It is the seam
 	// for what will drive the machine from outside (elastic pilots under the
 	// real policy); it must not keep s.
@@ -88,7 +105,11 @@ type JobResult struct {
 	End    time.Duration
 	Nodes  int
 	Killed bool // ran into its limit
+	alloc  []span
 }
+
+// Hosts are the nodes the job ran on as a Slurm host list, "c[1-4,9]".
+func (r *JobResult) Hosts() string { return hostList(r.alloc) }
 
 // Wait is the time from submission to start.
 func (r *JobResult) Wait() time.Duration { return r.Start - r.Submit }
@@ -127,7 +148,12 @@ func Run(w *workload.Workload, cfg Config) (*Result, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("sim: machine of %d nodes", size)
 	}
-	e := &engine{st: State{size: size, free: size}}
+	if cfg.MaxTime < 0 || cfg.DefaultLimit < 0 {
+		return nil, fmt.Errorf("sim: negative MaxTime %v or DefaultLimit %v", cfg.MaxTime, cfg.DefaultLimit)
+	}
+	e := &engine{st: State{size: size, free: size, idle: newBitset(size), policy: cfg.Policy}}
+	e.st.idle.setRange(0, size)
+	e.st.part = &partition{maxTime: cfg.MaxTime, defaultTime: cfg.DefaultLimit}
 	switch cfg.Policy {
 	case FCFS:
 		e.sched = fcfs{}
@@ -135,12 +161,23 @@ func Run(w *workload.Workload, cfg Config) (*Result, error) {
 		e.sched = easy{}
 	case Conservative:
 		e.sched = newConservative(size)
+	case SlurmLike:
+		p, err := cfg.Slurm.resolve()
+		if err != nil {
+			return nil, err
+		}
+		bf := newSlurmLike(size, p)
+		e.sched, e.st.bf = bf, bf
+		e.st.limitCheck, e.st.killWait = p.LimitCheck, p.KillWait
 	default:
 		return nil, fmt.Errorf("sim: unknown policy %d", cfg.Policy)
 	}
 	if err := e.load(w, size, cfg); err != nil {
 		return nil, err
 	}
+	// Most allocations are one or two runs of nodes: one backing array
+	// for all of them, grown if needed.
+	e.st.spans = make([]span, 0, len(e.jobs)+len(e.jobs)/2)
 	e.onPass = cfg.OnPass
 	e.run()
 	return e.result(), nil
@@ -157,7 +194,7 @@ func (e *engine) load(w *workload.Workload, size int, cfg Config) error {
 				w.Name, wj.Line, wj.ID, wj.Nodes, wj.Submit, wj.Run, wj.Limit, size)
 		}
 		j := &e.jobs[i]
-		j.id, j.submit, j.nodes, j.run = wj.ID, wj.Submit, wj.Nodes, wj.Run
+		j.id, j.submit, j.nodes, j.run, j.src = wj.ID, wj.Submit, wj.Nodes, wj.Run, wj
 		switch cfg.Estimates {
 		case KillAtLimit:
 			j.est = wj.Limit
@@ -167,9 +204,6 @@ func (e *engine) load(w *workload.Workload, size int, cfg Config) error {
 			if j.est == 0 {
 				j.est = workload.Unlimited
 			}
-			if j.run > j.est {
-				j.run, j.killed = j.est, true
-			}
 		case ArchiveEstimates:
 			j.est = j.run
 			if wj.Limit > 0 {
@@ -177,6 +211,18 @@ func (e *engine) load(w *workload.Workload, size int, cfg Config) error {
 			}
 		default:
 			return fmt.Errorf("sim: unknown estimates mode %d", cfg.Estimates)
+		}
+		if cfg.Policy == SlurmLike && j.est != workload.Unlimited {
+			// sbatch keeps limits in whole minutes, rounding up.
+			j.est = ceilTo(j.est, time.Minute)
+		}
+		if cfg.MaxTime > 0 {
+			j.est = min(j.est, cfg.MaxTime)
+		}
+		// SlurmLike kills at its periodic limit check (State.startOn);
+		// the others at the limit itself.
+		if cfg.Estimates == KillAtLimit && cfg.Policy != SlurmLike && j.run > j.est {
+			j.run, j.killed = j.est, true
 		}
 		last = max(last, j.submit.Seconds())
 		work += j.run.Seconds()
@@ -196,6 +242,9 @@ func (e *engine) load(w *workload.Workload, size int, cfg Config) error {
 	if !slices.IsSortedFunc(e.order, byArrival) {
 		slices.SortStableFunc(e.order, byArrival)
 	}
+	for i, j := range e.order {
+		j.seq = i
+	}
 	return nil
 }
 
@@ -209,7 +258,7 @@ func (e *engine) result() *Result {
 	for i := range e.jobs {
 		j := &e.jobs[i]
 		jr := &r.Jobs[i]
-		*jr = JobResult{ID: j.id, Submit: j.submit, Start: j.start, End: j.end, Nodes: j.nodes, Killed: j.killed}
+		*jr = JobResult{ID: j.id, Submit: j.submit, Start: j.start, End: j.end, Nodes: j.nodes, Killed: j.killed, alloc: j.alloc}
 		wait += jr.Wait().Seconds()
 		bsld += jr.BoundedSlowdown()
 		work += jr.Run().Seconds() * float64(j.nodes)

@@ -1,0 +1,799 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/policy"
+	"github.com/glean-hpc/glean/sidecar/workload"
+)
+
+// ElasticMode is how calibration (elastic) jobs are run.
+type ElasticMode int
+
+const (
+	// SlurmOnly runs calibration jobs as the thesis did: rigid jobs of
+	// Nodes x RealTime, no pilots.
+	SlurmOnly ElasticMode = iota
+	// FairMode queues the rigid job exactly as SlurmOnly (the base) and
+	// adds pilots under policy.Fair; the base works on the same task pool
+	// and ends when the pool is empty.
+	FairMode
+	// ScavengerMode has no base job: only pilots (policy.Scavenger).
+	ScavengerMode
+	// ThesisMode has no base job: pilots under policy.Thesis.
+	ThesisMode
+)
+
+// ElasticModes are all modes, SlurmOnly first.
+var ElasticModes = []ElasticMode{SlurmOnly, FairMode, ScavengerMode, ThesisMode}
+
+func (m ElasticMode) String() string {
+	switch m {
+	case SlurmOnly:
+		return "slurm"
+	case FairMode:
+		return "fair"
+	case ScavengerMode:
+		return "scavenger"
+	case ThesisMode:
+		return "thesis"
+	}
+	return fmt.Sprintf("ElasticMode(%d)", int(m))
+}
+
+// ParseElasticMode parses slurm, fair, scavenger or thesis.
+func ParseElasticMode(s string) (ElasticMode, error) {
+	for _, m := range ElasticModes {
+		if strings.EqualFold(s, m.String()) {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("sim: unknown mode %q (want slurm, fair, scavenger or thesis)", s)
+}
+
+// DefaultTasks is the thesis's sub-dataset count: tasks per calibration job.
+const DefaultTasks = 150
+
+// ElasticConfig is one elastic simulation's setup.
+type ElasticConfig struct {
+	Mode ElasticMode
+	// Tasks splits each calibration job's work (Nodes x Run) into this many
+	// equal tasks; 0 is DefaultTasks. TaskTime, if set, fixes the task
+	// length instead (the last task takes the remainder).
+	Tasks    int
+	TaskTime time.Duration
+	// Policy is what the daemon would run; its zero value is
+	// policy.DefaultConfig() with the pilot partition.
+	Policy *policy.Config
+	// Sim is the machine and scheduler. Policy must be SlurmLike: the
+	// policy reads its backfill plan, and rounds come every bf_interval.
+	Sim Config
+}
+
+// TaskRun is one attempt at one task.
+type TaskRun struct {
+	Job        int // calibration job ID
+	Task       int
+	Node       int
+	Start, End time.Duration
+	Pilot      bool // run by a pilot (else by the base job)
+	Completed  bool // false: killed (its node time is waste)
+}
+
+// PilotRun is one pilot.
+type PilotRun struct {
+	ID         int
+	Job        int // calibration job ID
+	Node       int
+	Submit     time.Duration
+	Started    bool
+	Start, End time.Duration // End: when it left (or was dropped while pending)
+	Limit      time.Duration
+	Tasks      int    // tasks it completed
+	EndCause   string // how it ended
+}
+
+// CalRun is what happened to one calibration job.
+type CalRun struct {
+	ID      int
+	Submit  time.Duration
+	Finish  time.Duration // its last task's completion (SlurmOnly: the job's end)
+	Work    time.Duration // node-time of work: Nodes x Run
+	Tasks   int
+	Done    bool
+	BaseRan bool // the rigid (base) job started
+	// BaseStart and BaseEnd are the base job's run (SlurmOnly: the job).
+	BaseStart, BaseEnd time.Duration
+	BaseNodes          int
+	Pilots             int // pilots that started
+}
+
+// Interval is [Start, End).
+type Interval struct{ Start, End time.Duration }
+
+// ElasticResult is an elastic simulation's outcome.
+type ElasticResult struct {
+	Mode   ElasticMode
+	Nodes  int
+	Sched  *Result // the engine's jobs (regular and base jobs), in workload order
+	Kinds  []workload.Kind
+	Cal    []CalRun // in workload order of the calibration jobs
+	Pilots []PilotRun
+	Tasks  []TaskRun
+	// Waiting are the times during which some calibration job had tasks
+	// that no worker held (SlurmOnly: the job was pending).
+	Waiting []Interval
+	// LastSubmit is the last submission of any job.
+	LastSubmit time.Duration
+	Rounds     int
+	Scheduler  string // what drove the regular jobs, e.g. "slurm-like, bf_interval 30s"
+	Cycle      time.Duration
+	KillWait   time.Duration
+	Policy     policy.Config
+	TasksPer   int
+}
+
+// simEpoch is the wall-clock time of the simulation's start in snapshots.
+var simEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// RunElastic simulates w with its calibration jobs run as cfg.Mode says.
+func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error) {
+	if cfg.Tasks == 0 {
+		cfg.Tasks = DefaultTasks
+	}
+	if cfg.Tasks < 0 || cfg.TaskTime < 0 {
+		return nil, fmt.Errorf("sim: %d tasks of %v", cfg.Tasks, cfg.TaskTime)
+	}
+	pcfg := policy.DefaultConfig()
+	pcfg.PilotPartition = PilotPartition
+	if cfg.Policy != nil {
+		pcfg = *cfg.Policy
+	}
+	if err := pcfg.Validate(); err != nil {
+		return nil, err
+	}
+	scfg := cfg.Sim
+	if scfg.Policy != SlurmLike {
+		return nil, fmt.Errorf("sim: elastic modes need the slurm-like scheduler, not %v", scfg.Policy)
+	}
+	sp, err := scfg.Slurm.resolve()
+	if err != nil {
+		return nil, err
+	}
+	res := &ElasticResult{Mode: cfg.Mode, Policy: pcfg, TasksPer: cfg.Tasks, Cycle: sp.BFInterval, KillWait: sp.KillWait,
+		Scheduler: fmt.Sprintf("slurm-like (main scheduler + backfill), rounds every bf_interval %v", sp.BFInterval)}
+
+	// The engine's workload: SlurmOnly and Fair keep the calibration jobs
+	// (rigid, or the base); the others drop them.
+	ew := *w
+	switch cfg.Mode {
+	case ScavengerMode, ThesisMode:
+		// No job in Slurm: a marker in its place, a zero-length job of the
+		// whole machine that the driver withdraws at once, only makes the
+		// engine pass at the submission (the engine stops when nothing
+		// is due). It arrives last at its instant and never fits beside
+		// anything, so it changes no start.
+		ew.Jobs = slices.Clone(w.Jobs)
+		size := scfg.Nodes
+		if size == 0 {
+			size = w.Nodes
+		}
+		for i := range ew.Jobs {
+			j := &ew.Jobs[i]
+			if j.Kind == workload.Calibration {
+				*j = workload.Job{ID: markerBase + i, Submit: j.Submit, Nodes: size, Limit: time.Minute, Kind: workload.Calibration, Line: j.Line}
+			}
+		}
+	case FairMode:
+		// The base holds its nodes until the driver ends it (the pool is
+		// empty) or its limit kills it.
+		ew.Jobs = slices.Clone(w.Jobs)
+		for i := range ew.Jobs {
+			j := &ew.Jobs[i]
+			if j.Kind == workload.Calibration {
+				j.Run = baseHold
+				if j.Limit > 0 && j.Limit != workload.Unlimited {
+					j.Run = j.Limit
+				}
+			}
+		}
+	}
+	for _, j := range w.Jobs {
+		res.LastSubmit = max(res.LastSubmit, j.Submit)
+	}
+	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}}
+	nextID := 0
+	for _, j := range w.Jobs {
+		nextID = max(nextID, j.ID)
+	}
+	d.nextPilot = max(nextID+1, 1_000_000, markerBase+len(w.Jobs)+1)
+	for i := range w.Jobs {
+		j := &w.Jobs[i]
+		if j.Kind != workload.Calibration {
+			continue
+		}
+		ej := &ejob{id: j.ID, submit: j.Submit, nodes: j.Nodes, work: time.Duration(j.Nodes) * j.Run}
+		ej.lens = splitWork(ej.work, cfg.Tasks, cfg.TaskTime)
+		for t := len(ej.lens) - 1; t >= 0; t-- {
+			ej.pool = append(ej.pool, t) // taken from the end: task 0 first
+		}
+		ej.left = len(ej.lens)
+		d.jobs = append(d.jobs, ej)
+	}
+	if cfg.Mode != SlurmOnly {
+		scfg.OnPass = d.onPass
+	} else {
+		scfg.OnPass = nil
+	}
+	r, err := Run(&ew, scfg)
+	if err != nil {
+		return nil, err
+	}
+	res.Sched = r
+	res.Nodes = scfg.Nodes
+	if res.Nodes == 0 {
+		res.Nodes = w.Nodes
+	}
+	res.Kinds = make([]workload.Kind, len(ew.Jobs))
+	for i := range ew.Jobs {
+		res.Kinds[i] = ew.Jobs[i].Kind
+	}
+	if cfg.Mode == SlurmOnly {
+		d.slurmOnly(r)
+	}
+	d.finish()
+	return res, nil
+}
+
+// splitWork splits work into n equal tasks (the first work%n get one
+// nanosecond more), or into tasks of taskTime and a remainder.
+func splitWork(work time.Duration, n int, taskTime time.Duration) []time.Duration {
+	var lens []time.Duration
+	if taskTime > 0 {
+		for left := work; left > 0; left -= taskTime {
+			lens = append(lens, min(left, taskTime))
+		}
+		return lens
+	}
+	if work <= 0 {
+		return nil
+	}
+	q, r := work/time.Duration(n), int(work%time.Duration(n))
+	for i := range n {
+		l := q
+		if i < r {
+			l++
+		}
+		lens = append(lens, l)
+	}
+	return lens
+}
+
+// ejob is the driver's record of one calibration job.
+type ejob struct {
+	id      int
+	submit  time.Duration
+	nodes   int
+	work    time.Duration
+	lens    []time.Duration
+	pool    []int // tasks no worker holds
+	left    int   // tasks not completed
+	running int   // tasks held
+	done    bool
+	finish  time.Duration
+
+	base          *job // the engine's rigid job (Fair, SlurmOnly)
+	baseWorkers   []*worker
+	baseStarted   bool
+	baseEnded     bool
+	baseCancelled bool
+	pilots        int
+
+	waiting      bool
+	waitingSince time.Duration
+}
+
+// worker is one node working on one calibration job's tasks.
+type worker struct {
+	ej         *ejob
+	node       int
+	task       int // -1: none
+	tStart     time.Duration
+	tEnd       time.Duration
+	pilot      *pilot
+	deadline   time.Duration // a task must end by it
+	noMoreWork bool          // retired or cancelled: take no more tasks
+}
+
+type pilotState int
+
+const (
+	pPending pilotState = iota
+	pRunning
+	pGone
+)
+
+type pilot struct {
+	id        int
+	ej        *ejob
+	node      int // -1: unpinned
+	state     pilotState
+	submitted time.Duration
+	limit     time.Duration
+	eng       *job
+	w         worker
+	retiring  bool
+	leaving   bool // cancelled: ends at eng.end
+	cause     string
+	run       *PilotRun
+}
+
+type driver struct {
+	cfg       ElasticConfig
+	pcfg      policy.Config
+	cycle     time.Duration
+	res       *ElasticResult
+	jobs      []*ejob
+	byBase    map[*job]*ejob
+	pilots    []*pilot // not gone
+	nextPilot int
+	nextRound time.Duration
+	misses    int
+	started   bool
+}
+
+// markerBase is the first job ID of the scavenger and thesis modes'
+// submission markers.
+const markerBase = 1 << 40
+
+// baseHold is how long a base job without a limit holds its nodes at most.
+const baseHold = 365 * 24 * time.Hour
+
+// bindJobs finds the engine jobs of arrived calibration jobs (their bases).
+func (d *driver) bindJobs(now time.Duration, s *State) {
+	if d.cfg.Mode != FairMode {
+		return
+	}
+	need := false
+	for _, ej := range d.jobs {
+		need = need || ej.base == nil && ej.submit <= now
+	}
+	if !need {
+		return
+	}
+	bind := func(j *job) {
+		if j.src == nil || j.src.Kind != workload.Calibration {
+			return
+		}
+		for _, ej := range d.jobs {
+			if ej.id == j.id && ej.base == nil && ej.submit == j.submit {
+				ej.base = j
+				d.byBase[j] = ej
+			}
+		}
+	}
+	for _, j := range s.queue {
+		bind(j)
+	}
+	for _, j := range s.running {
+		bind(j)
+	}
+}
+
+// onPass is the driver: it runs after every scheduling pass.
+func (d *driver) onPass(now time.Duration, s *State) {
+	d.bindJobs(now, s)
+	if d.cfg.Mode != FairMode {
+		s.queue = slices.DeleteFunc(s.queue, func(j *job) bool { return j.id >= markerBase })
+	}
+	// Holders that ended (pilots at their end, bases at their end or limit).
+	for _, ej := range d.jobs {
+		if ej.baseStarted && !ej.baseEnded && ej.base.end <= now {
+			ej.baseEnded = true
+			for _, w := range ej.baseWorkers {
+				d.stopWorker(w, ej.base.end)
+			}
+		}
+	}
+	for _, p := range d.pilots {
+		if p.state == pRunning && p.eng.end <= now {
+			d.pilotGone(p, p.eng.end)
+		}
+	}
+	d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+
+	// Tasks that completed now, and the next ones.
+	for _, ej := range d.jobs {
+		if ej.baseStarted && !ej.baseEnded {
+			for _, w := range ej.baseWorkers {
+				d.advance(w, now)
+			}
+		}
+	}
+	for _, p := range d.pilots {
+		if p.state == pRunning {
+			d.advance(&p.w, now)
+		}
+	}
+	// Bases that started.
+	for _, ej := range d.jobs {
+		if ej.base != nil && ej.base.began && !ej.baseStarted && !ej.baseCancelled {
+			ej.baseStarted = true
+			for _, sp := range ej.base.alloc {
+				for n := int(sp.first); n < int(sp.first+sp.n); n++ {
+					w := &worker{ej: ej, node: n, task: -1, deadline: ej.base.estEnd}
+					ej.baseWorkers = append(ej.baseWorkers, w)
+					d.pull(w, now)
+				}
+			}
+		}
+	}
+
+	if now >= d.nextRound {
+		d.round(now, s)
+		d.nextRound = floorTo(now, d.cycle) + d.cycle
+	}
+
+	// Holders with nothing left to do leave now.
+	for _, ej := range d.jobs {
+		if ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0 {
+			idle := true
+			for _, w := range ej.baseWorkers {
+				idle = idle && w.task < 0
+			}
+			if idle {
+				s.reschedule(ej.base, now)
+			}
+		}
+	}
+	for _, p := range d.pilots {
+		if p.state == pRunning && p.w.task < 0 && p.eng.end > now {
+			s.reschedule(p.eng, now)
+			if p.cause == "" {
+				p.cause = "no task"
+			}
+		}
+	}
+
+	// Waiting bookkeeping and the next wake-up.
+	next := d.nextRound
+	outstanding := false
+	for _, ej := range d.jobs {
+		if !ej.done {
+			outstanding = true
+		}
+		w := ej.submit <= now && len(ej.pool) > 0
+		switch {
+		case w && !ej.waiting:
+			ej.waiting, ej.waitingSince = true, now
+		case !w && ej.waiting:
+			ej.waiting = false
+			d.res.Waiting = append(d.res.Waiting, Interval{ej.waitingSince, now})
+		}
+		for _, wk := range ej.baseWorkers {
+			if wk.task >= 0 {
+				next = min(next, wk.tEnd)
+			}
+		}
+	}
+	for _, p := range d.pilots {
+		if p.state == pRunning && p.w.task >= 0 {
+			next = min(next, p.w.tEnd)
+		}
+	}
+	if outstanding || len(d.pilots) > 0 {
+		s.wake(next)
+	}
+}
+
+// advance completes w's task if it ended by now and pulls the next.
+func (d *driver) advance(w *worker, now time.Duration) {
+	for w.task >= 0 && w.tEnd <= now {
+		d.complete(w)
+		d.pull(w, w.tEnd)
+	}
+}
+
+func (d *driver) complete(w *worker) {
+	ej := w.ej
+	d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true})
+	ej.running--
+	ej.left--
+	if w.pilot != nil {
+		w.pilot.run.Tasks++
+	}
+	if ej.left == 0 {
+		ej.done, ej.finish = true, w.tEnd
+	}
+	w.task = -1
+}
+
+// pull gives w the next task of its job that ends by its deadline.
+func (d *driver) pull(w *worker, at time.Duration) {
+	ej := w.ej
+	if w.noMoreWork || len(ej.pool) == 0 {
+		return
+	}
+	t := ej.pool[len(ej.pool)-1]
+	if at+ej.lens[t] > w.deadline {
+		return
+	}
+	ej.pool = ej.pool[:len(ej.pool)-1]
+	ej.running++
+	w.task, w.tStart, w.tEnd = t, at, at+ej.lens[t]
+}
+
+// stopWorker ends w's holder at t: a task that ends by t completes, one
+// that does not is killed (waste) and goes back to the pool.
+func (d *driver) stopWorker(w *worker, t time.Duration) {
+	if w.task >= 0 && w.tEnd <= t {
+		d.complete(w)
+	}
+	if w.task >= 0 {
+		ej := w.ej
+		d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil})
+		ej.running--
+		ej.pool = append(ej.pool, w.task)
+		w.task = -1
+	}
+	w.noMoreWork = true
+}
+
+func (d *driver) pilotGone(p *pilot, t time.Duration) {
+	d.stopWorker(&p.w, t)
+	p.state = pGone
+	p.run.End = t
+	p.run.EndCause = p.cause
+	d.res.Pilots = append(d.res.Pilots, *p.run)
+}
+
+// round is one scheduling cycle: pilots submitted last cycle start if
+// their node is still free, then the policy decides on a fresh snapshot.
+func (d *driver) round(now time.Duration, s *State) {
+	d.res.Rounds++
+	for _, p := range d.pilots {
+		if p.state != pPending || p.submitted >= now {
+			continue
+		}
+		node := p.node
+		if node < 0 {
+			for i := 0; i < s.size; i++ {
+				if s.idle.has(i) {
+					node = i
+					break
+				}
+			}
+		}
+		if node < 0 || !s.idle.has(node) {
+			continue // still pending: the timeout rule handles it
+		}
+		d.startPilot(p, node, now, s)
+	}
+
+	st := policy.State{BFInterval: d.cycle, PendingMisses: d.misses, Started: d.started}
+	d.started = false
+	for _, ej := range d.jobs {
+		if ej.submit > now || ej.done {
+			continue
+		}
+		mode := policy.Fair
+		switch d.cfg.Mode {
+		case ScavengerMode:
+			mode = policy.Scavenger
+		case ThesisMode:
+			mode = policy.Thesis
+		}
+		e := policy.ElasticJob{ID: "e" + strconv.Itoa(ej.id), Mode: mode, Submit: simEpoch.Add(ej.submit),
+			TasksPending: len(ej.pool), TasksRunning: ej.running}
+		if len(ej.lens) > 0 {
+			e.TaskTime = ej.lens[0]
+		}
+		if ej.base != nil && d.cfg.Mode == FairMode {
+			e.BaseJobIDs = []string{strconv.Itoa(ej.id)}
+		}
+		st.Jobs = append(st.Jobs, e)
+	}
+	for _, p := range d.pilots {
+		pp := policy.Pilot{ID: strconv.Itoa(p.id), Job: "e" + strconv.Itoa(p.ej.id), Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
+		if p.node >= 0 {
+			pp.Node = NodeName(p.node)
+		}
+		if p.state == pRunning {
+			pp.State = policy.PilotRunning
+			pp.Start = simEpoch.Add(p.eng.start)
+			if p.limit != cluster.Unlimited {
+				pp.End = simEpoch.Add(p.eng.estEnd)
+			}
+			pp.Busy = p.w.task >= 0
+		}
+		st.Pilots = append(st.Pilots, pp)
+	}
+	if len(st.Jobs) == 0 && len(st.Pilots) == 0 {
+		return
+	}
+	snap := d.snapshot(s)
+	acts := policy.Decide(snap, st, d.pcfg, simEpoch.Add(now))
+	d.misses = st.NextMisses(acts)
+	for _, a := range acts {
+		d.apply(a, now, s)
+	}
+}
+
+// snapshot is the engine's snapshot with the pilots shown as what they
+// are: running jobs in the pilot partition, and the pending ones.
+func (d *driver) snapshot(s *State) *cluster.Snapshot {
+	snap := s.Snapshot(simEpoch)
+	ids := map[string]*pilot{}
+	for _, p := range d.pilots {
+		ids[strconv.Itoa(p.id)] = p
+	}
+	for i := range snap.Jobs {
+		if p := ids[snap.Jobs[i].ID]; p != nil {
+			snap.Jobs[i].Partition = PilotPartition
+			snap.Jobs[i].Name = "glean-pilot"
+			snap.Jobs[i].Priority = 1
+		}
+	}
+	for _, p := range d.pilots {
+		if p.state != pPending {
+			continue
+		}
+		id := strconv.Itoa(p.id)
+		cj := cluster.Job{ID: id, ArrayJobID: id, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
+			Submit: simEpoch.Add(p.submitted), State: cluster.JobPending, RawState: "PENDING", Reason: "Priority",
+			Priority: 1, Name: "glean-pilot"}
+		snap.Jobs = append(snap.Jobs, cj)
+	}
+	return snap
+}
+
+func (d *driver) findPilot(id string) *pilot {
+	for _, p := range d.pilots {
+		if strconv.Itoa(p.id) == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (d *driver) findJob(id string) *ejob {
+	for _, ej := range d.jobs {
+		if "e"+strconv.Itoa(ej.id) == id {
+			return ej
+		}
+	}
+	return nil
+}
+
+// apply carries out one action, as the daemon would through Slurm.
+func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
+	switch a.Kind {
+	case policy.SubmitPilot:
+		ej := d.findJob(a.Job)
+		if ej == nil || ej.done {
+			return
+		}
+		node := -1
+		if a.Node != "" {
+			if n, err := strconv.Atoi(strings.TrimPrefix(a.Node, "c")); err == nil && n >= 1 && n <= s.size {
+				node = n - 1
+			}
+		}
+		p := &pilot{id: d.nextPilot, ej: ej, node: node, submitted: now, limit: a.TimeLimit}
+		d.nextPilot++
+		p.run = &PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
+		d.pilots = append(d.pilots, p)
+	case policy.CancelPilot, policy.RetirePilot:
+		p := d.findPilot(a.Pilot)
+		if p == nil || p.state == pGone {
+			return
+		}
+		if p.state == pPending {
+			p.state, p.cause = pGone, "cancelled pending: "+a.Cause.String()
+			p.run.End, p.run.EndCause = now, p.cause
+			d.res.Pilots = append(d.res.Pilots, *p.run)
+			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
+			return
+		}
+		p.w.noMoreWork = true
+		if a.Kind == policy.RetirePilot {
+			p.retiring = true
+			if p.cause == "" {
+				p.cause = "retired: " + a.Cause.String()
+			}
+			return
+		}
+		p.leaving = true
+		p.cause = "cancelled: " + a.Cause.String()
+		end := now + d.pcfg.Grace
+		if p.w.task >= 0 {
+			end = min(end, p.w.tEnd)
+		} else {
+			end = now
+		}
+		if end < p.eng.end {
+			s.reschedule(p.eng, end)
+		}
+	case policy.CancelBase:
+		ej := d.findJob(a.Job)
+		if ej == nil || ej.base == nil || ej.base.began || ej.baseCancelled {
+			return
+		}
+		ej.baseCancelled = true
+		s.queue = slices.DeleteFunc(s.queue, func(j *job) bool { return j == ej.base })
+	}
+}
+
+func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
+	lim := p.limit
+	run := lim
+	if lim == cluster.Unlimited || lim <= 0 {
+		lim, run = workload.Unlimited, 365*24*time.Hour
+	}
+	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
+	s.startOn(j, []span{{first: int32(node), n: 1}})
+	p.eng, p.node, p.state = j, node, pRunning
+	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
+	p.run.Node, p.run.Started, p.run.Start = node, true, now
+	p.ej.pilots++
+	d.started = true
+	d.pull(&p.w, now)
+}
+
+// slurmOnly fills the calibration jobs' outcome from the rigid jobs.
+func (d *driver) slurmOnly(r *Result) {
+	for _, ej := range d.jobs {
+		for i := range r.Jobs {
+			jr := &r.Jobs[i]
+			if jr.ID != ej.id || d.res.Kinds[i] != workload.Calibration {
+				continue
+			}
+			ej.baseStarted, ej.done, ej.finish = true, true, jr.End
+			ej.left = 0
+			// The rigid job runs all its tasks on its nodes.
+			ns := allocNodes(jr.alloc)
+			for k, n := range ns {
+				d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: k, Node: n, Start: jr.Start, End: jr.End, Completed: true})
+			}
+			if jr.Start > jr.Submit {
+				d.res.Waiting = append(d.res.Waiting, Interval{jr.Submit, jr.Start})
+			}
+		}
+	}
+}
+
+func allocNodes(a []span) []int {
+	var out []int
+	for _, sp := range a {
+		for n := int(sp.first); n < int(sp.first+sp.n); n++ {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// finish records the calibration jobs and the pilots still listed.
+func (d *driver) finish() {
+	for _, p := range d.pilots {
+		if p.run != nil && p.state != pGone {
+			p.run.EndCause = "still running at the end"
+			d.res.Pilots = append(d.res.Pilots, *p.run)
+		}
+	}
+	for _, ej := range d.jobs {
+		c := CalRun{ID: ej.id, Submit: ej.submit, Finish: ej.finish, Work: ej.work, Tasks: len(ej.lens), Done: ej.done, Pilots: ej.pilots}
+		if ej.base != nil && ej.base.began {
+			c.BaseRan, c.BaseStart, c.BaseEnd, c.BaseNodes = true, ej.base.start, ej.base.end, ej.base.nodes
+		}
+		if ej.waiting {
+			d.res.Waiting = append(d.res.Waiting, Interval{ej.waitingSince, ej.finish})
+		}
+		d.res.Cal = append(d.res.Cal, c)
+	}
+	slices.SortFunc(d.res.Pilots, func(a, b PilotRun) int { return a.ID - b.ID })
+}

@@ -1,0 +1,283 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/workload"
+)
+
+// thesisList reads ../shared/workloads/thesis-submit-list-<n>.txt.
+func thesisList(tb testing.TB, n int) *workload.Workload {
+	tb.Helper()
+	path := filepath.Join("..", "..", "..", "shared", "workloads", "thesis-submit-list-"+string(rune('0'+n))+".txt")
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Skipf("thesis list %d: %v", n, err)
+	}
+	defer f.Close()
+	w, err := workload.ReadThesis(f, filepath.Base(path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w
+}
+
+func elasticCfg(m ElasticMode) ElasticConfig {
+	return ElasticConfig{Mode: m, Sim: Config{Policy: SlurmLike, Estimates: KillAtLimit}}
+}
+
+func TestElasticThesisSmoke(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		w := thesisList(t, n)
+		var base *ElasticResult
+		for _, m := range ElasticModes {
+			r, err := RunElastic(w, elasticCfg(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == SlurmOnly {
+				base = r
+			}
+			x := ComputeMetrics(r)
+			c := Compare(base, r)
+			t.Logf("list %d %-9s nom %.3f eff %.3f he %.3f turn %v wait %v done %v pilots %d waste %v | cal %+v reg %+v gain %.3f", n, m, x.Nominal, x.Effective, x.HarvestEfficiency, x.MeanTurnaround.Round(time.Second), x.RegularMeanWait.Round(time.Second), x.AllDone, x.Pilots, x.Waste, c.CalibrationFinish, c.RegularStart, c.TurnaroundGain)
+		}
+	}
+}
+
+// checkElastic asserts the invariants every elastic run keeps: no node
+// holds two jobs at once, tasks run inside their holders, every task
+// completes exactly once, and completed task time equals the work.
+func checkElastic(t *testing.T, w *workload.Workload, r *ElasticResult) {
+	t.Helper()
+	type iv struct {
+		s, e time.Duration
+		what string
+	}
+	per := make([][]iv, r.Nodes)
+	for i := range r.Sched.Jobs {
+		j := &r.Sched.Jobs[i]
+		if j.End <= j.Start {
+			continue
+		}
+		for _, n := range allocNodes(j.alloc) {
+			if n < 0 || n >= r.Nodes {
+				t.Fatalf("%v: job %d on node %d of %d", r.Mode, j.ID, n, r.Nodes)
+			}
+			per[n] = append(per[n], iv{j.Start, j.End, fmt.Sprint("job ", j.ID)})
+		}
+	}
+	for _, p := range r.Pilots {
+		if p.Started && p.End > p.Start {
+			if p.Node < 0 || p.Node >= r.Nodes {
+				t.Fatalf("%v: pilot %d on node %d", r.Mode, p.ID, p.Node)
+			}
+			per[p.Node] = append(per[p.Node], iv{p.Start, p.End, fmt.Sprint("pilot ", p.ID)})
+		}
+	}
+	for n, ivs := range per {
+		slices.SortFunc(ivs, func(a, b iv) int { return cmp.Compare(a.s, b.s) })
+		for k := 1; k < len(ivs); k++ {
+			if ivs[k].s < ivs[k-1].e {
+				t.Errorf("%v: node %s: %s [%v,%v) overlaps %s [%v,%v)", r.Mode, NodeName(n), ivs[k].what, ivs[k].s, ivs[k].e, ivs[k-1].what, ivs[k-1].s, ivs[k-1].e)
+			}
+		}
+	}
+	work := map[int]time.Duration{}
+	for _, c := range r.Cal {
+		work[c.ID] = c.Work
+		if !c.Done {
+			t.Errorf("%v: calibration job %d not done", r.Mode, c.ID)
+		}
+	}
+	done := map[int]time.Duration{}
+	seen := map[[2]int]bool{}
+	for _, x := range r.Tasks {
+		if !x.Completed {
+			continue
+		}
+		done[x.Job] += x.End - x.Start // SlurmOnly: one record per node of the rigid job
+		k := [2]int{x.Job, x.Task}
+		if r.Mode != SlurmOnly && seen[k] {
+			t.Errorf("%v: job %d task %d completed twice", r.Mode, x.Job, x.Task)
+		}
+		seen[k] = true
+	}
+	for id, wk := range work {
+		if done[id] != wk {
+			t.Errorf("%v: job %d: completed task time %v, work %v", r.Mode, id, done[id], wk)
+		}
+	}
+}
+
+func tiny(jobs ...workload.Job) *workload.Workload {
+	for i := range jobs {
+		jobs[i].ID = i + 1
+		if jobs[i].Limit == 0 {
+			jobs[i].Limit = 2 * jobs[i].Run
+		}
+	}
+	return &workload.Workload{Name: "tiny", Nodes: 4, Jobs: jobs}
+}
+
+func maxNodesInUse(r *ElasticResult) int {
+	tl := r.Timeline("")
+	type ev struct {
+		t time.Duration
+		d int
+	}
+	var evs []ev
+	for _, s := range tl.Segments {
+		evs = append(evs, ev{s.Start, s.Nodes}, ev{s.End, -s.Nodes})
+	}
+	slices.SortFunc(evs, func(a, b ev) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.d, b.d)) })
+	use, peak := 0, 0
+	for _, e := range evs {
+		use += e.d
+		peak = max(peak, use)
+	}
+	return peak
+}
+
+func TestElasticTiny(t *testing.T) {
+	cal := workload.Job{Nodes: 2, Run: time.Hour, Limit: 2 * time.Hour, Kind: workload.Calibration}
+	for _, tc := range []struct {
+		name string
+		mode ElasticMode
+		w    *workload.Workload
+		// want: pilots fill the idle nodes, and the job finishes by then
+		wantPeak   int
+		wantFinish time.Duration
+	}{
+		// 2 node-hours in 150 tasks of 48 s. Fair: the base's 2 nodes from
+		// 0, 2 pilots from the next cycle (30 s): at best 4T - 60 s >=
+		// 150 x 48 s, T >= 30m15s; whole tasks give 30m24s.
+		{"fair alone", FairMode, tiny(cal), 4, 30*time.Minute + 24*time.Second},
+		// 4 pilots from 30 s, 38 tasks on the busiest: 30 s + 38 x 48 s
+		// = 30m54s, plus the pilots' own one-cycle start after the round
+		// that sees the job.
+		{"scavenger alone", ScavengerMode, tiny(cal), 4, 31*time.Minute + 24*time.Second},
+		{"thesis alone", ThesisMode, tiny(cal), 4, 31*time.Minute + 24*time.Second},
+		{"slurm alone", SlurmOnly, tiny(cal), 2, time.Hour},
+		// One node taken for 3 h: base 2 nodes + 1 pilot: 3T - 30 s >=
+		// 7200 s, T >= 40m10s; whole tasks: 40m30s.
+		{"fair with a regular job", FairMode, tiny(workload.Job{Nodes: 1, Run: 3 * time.Hour, Kind: workload.Regular}, cal), 4, 40*time.Minute + 30*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := RunElastic(tc.w, elasticCfg(tc.mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkElastic(t, tc.w, r)
+			if got := maxNodesInUse(r); got != tc.wantPeak {
+				t.Errorf("peak nodes in use %d, want %d", got, tc.wantPeak)
+			}
+			m := ComputeMetrics(r)
+			if got := m.Calibration[0].Finish; got != tc.wantFinish {
+				t.Errorf("finish %v, want %v", got, tc.wantFinish)
+			}
+			t.Logf("%s: finish %v pilots %d he %.3f waste %v", tc.name, m.Calibration[0].Finish, m.Pilots, m.HarvestEfficiency, m.Waste)
+		})
+	}
+}
+
+// TestElasticGiveWay: a regular job arriving while pilots hold the nodes
+// starts no later than grace + one cycle (+ KillWait) after it would
+// without glean.
+func TestElasticGiveWay(t *testing.T) {
+	reg := workload.Job{Nodes: 2, Run: 10 * time.Minute, Submit: 10*time.Minute + 7*time.Second, Kind: workload.Regular}
+	cal := workload.Job{Nodes: 2, Run: 2 * time.Hour, Limit: 3 * time.Hour, Kind: workload.Calibration}
+	for _, tc := range []struct {
+		mode      ElasticMode
+		reference ElasticMode // without glean
+		// floor: the thesis's MiniNode floor keeps pilots from regular
+		// jobs by design (ARCHITECTURE.md, Fairness modes): the regular
+		// job waits for the pilots' own end, beyond the give-way latency.
+		floor bool
+	}{{FairMode, SlurmOnly, false}, {ScavengerMode, SlurmOnly, false}, {ThesisMode, SlurmOnly, true}} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			w := tiny(cal, reg)
+			ref := w
+			if tc.mode != FairMode {
+				ref = tiny(reg) // scavenger and thesis: without glean there is no job at all
+			}
+			base, err := RunElastic(ref, elasticCfg(tc.reference))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := RunElastic(w, elasticCfg(tc.mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkElastic(t, w, r)
+			want := base.Sched.Jobs[len(base.Sched.Jobs)-1].Start
+			got := r.Sched.Jobs[len(r.Sched.Jobs)-1].Start
+			latency := r.Policy.Grace + r.KillWait + r.Cycle
+			if tc.floor {
+				if got <= want+latency {
+					t.Errorf("thesis floor: regular job starts at %v, within the give-way latency of %v; the floor should hold it", got, want)
+				}
+			} else if got > want+latency {
+				t.Errorf("regular job starts at %v, %v later than without glean (%v); allowed %v", got, got-want, want, latency)
+			}
+			if m := ComputeMetrics(r); m.Pilots == 0 {
+				t.Errorf("no pilot started")
+			}
+			t.Logf("regular start %v (without glean %v)", got, want)
+		})
+	}
+}
+
+// TestElasticThesisLists runs both thesis lists in all modes: every
+// calibration job completes, the invariants hold, and in fair mode no job,
+// regular or calibration, is later than under SLURM-only by more than the
+// give-way latency.
+func TestElasticThesisLists(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		w := thesisList(t, n)
+		var results []*ElasticResult
+		for _, m := range ElasticModes {
+			r, err := RunElastic(w, elasticCfg(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkElastic(t, w, r)
+			results = append(results, r)
+		}
+		rep := BuildReport(w.Name, results)
+		for _, m := range rep.Modes {
+			if !m.AllDone {
+				t.Errorf("list %d %s: not every calibration job completed", n, m.Mode)
+			}
+			if m.Mode == "fair" {
+				if b := m.VsSlurm.RegularStart.Beyond; b > 0 {
+					t.Errorf("list %d fair: %d regular jobs start later than SLURM-only beyond the give-way latency: %v", n, b, m.VsSlurm.RegularStart.BeyondIDs)
+				}
+				if b := m.VsSlurm.CalibrationFinish.Beyond; b > 0 {
+					t.Errorf("list %d fair: %d calibration jobs finish later than SLURM-only beyond the give-way latency: %v", n, b, m.VsSlurm.CalibrationFinish.BeyondIDs)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkElasticThesis(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		w := thesisList(b, n)
+		for _, m := range ElasticModes {
+			b.Run(fmt.Sprintf("list%d/%s", n, m), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := RunElastic(w, elasticCfg(m)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+)
+
+// bitset is a set of node indices, 64 to a word. Node i is named c<i+1>.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+// setRange sets the n nodes from first on.
+func (b bitset) setRange(first, n int) {
+	for n > 0 {
+		w, o := first/64, first%64
+		k := min(n, 64-o)
+		b[w] |= rangeMask(o, k)
+		first += k
+		n -= k
+	}
+}
+
+// clearRange clears the n nodes from first on.
+func (b bitset) clearRange(first, n int) {
+	for n > 0 {
+		w, o := first/64, first%64
+		k := min(n, 64-o)
+		b[w] &^= rangeMask(o, k)
+		first += k
+		n -= k
+	}
+}
+
+// rangeMask has bits o..o+k-1 set; 0 < k <= 64-o.
+func rangeMask(o, k int) uint64 {
+	if k == 64 {
+		return ^uint64(0)
+	}
+	return (1<<uint(k) - 1) << uint(o)
+}
+
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+func (b bitset) copyFrom(o bitset) { copy(b, o) }
+
+func (b bitset) and(o bitset) {
+	for i := range b {
+		b[i] &= o[i]
+	}
+}
+
+// subsetOf reports whether every node of b is in o.
+func (b bitset) subsetOf(o bitset) bool {
+	for i := range b {
+		if b[i]&^o[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// addSpans adds the nodes of spans that are in mask and returns how many
+// were not in b before.
+func (b bitset) addSpans(spans []span, mask bitset) int {
+	added := 0
+	for _, sp := range spans {
+		first, n := int(sp.first), int(sp.n)
+		for n > 0 {
+			w, o := first/64, first%64
+			k := min(n, 64-o)
+			m := rangeMask(o, k) & mask[w] &^ b[w]
+			b[w] |= m
+			added += bits.OnesCount64(m)
+			first += k
+			n -= k
+		}
+	}
+	return added
+}
+
+// span is a run of consecutive nodes. A job's allocation is a few spans:
+// select/linear prefers consecutive nodes, so this is compact even where
+// the unit is a processor of a 9,216-processor machine.
+type span struct{ first, n int32 }
+
+// runs appends the maximal runs of consecutive nodes in b to dst.
+func (b bitset) runs(dst []span) []span {
+	n := len(b) * 64
+	for i := b.next(0, true); i < n; {
+		j := b.next(i, false)
+		dst = append(dst, span{int32(i), int32(j - i)})
+		i = b.next(j, true)
+	}
+	return dst
+}
+
+// next returns the first node at or after i whose bit is v, or len(b)*64.
+func (b bitset) next(i int, v bool) int {
+	for w := i / 64; w < len(b); w++ {
+		x := b[w]
+		if !v {
+			x = ^x
+		}
+		if w == i/64 {
+			x &^= 1<<uint(i%64) - 1
+		}
+		if x != 0 {
+			return w*64 + bits.TrailingZeros64(x)
+		}
+	}
+	return len(b) * 64
+}
+
+// bestFit picks n nodes of avail as Slurm's select/linear does (_job_test
+// in select_linear.c): among the runs of consecutive available nodes it
+// takes the smallest run that holds all the nodes still needed (the first
+// of equals), else the largest run whole (the first of equals), and
+// repeats; within a run it takes the lowest nodes. It appends the chosen
+// spans to dst and reports false if avail holds fewer than n nodes. runs
+// is scratch space, returned for reuse.
+func bestFit(avail bitset, n int, runs, dst []span) ([]span, []span, bool) {
+	runs = avail.runs(runs[:0])
+	for n > 0 {
+		best, fits := -1, false
+		for i, r := range runs {
+			if r.n == 0 {
+				continue
+			}
+			suff := int(r.n) >= n
+			if best < 0 || suff && !fits || suff && r.n < runs[best].n || !suff && !fits && r.n > runs[best].n {
+				best, fits = i, suff
+			}
+		}
+		if best < 0 {
+			return runs, dst, false
+		}
+		k := min(int(runs[best].n), n)
+		dst = append(dst, span{runs[best].first, int32(k)})
+		runs[best].n = 0
+		n -= k
+	}
+	return runs, dst, true
+}
+
+// sortSpans orders an allocation by node, for stable host lists.
+func sortSpans(a []span) {
+	slices.SortFunc(a, func(x, y span) int { return cmp.Compare(x.first, y.first) })
+}

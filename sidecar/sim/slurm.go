@@ -1,0 +1,384 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/workload"
+)
+
+// SlurmParams are the settings of the SlurmLike policy, named after
+// slurm.conf. A zero field takes Slurm's default, except KillWait.
+type SlurmParams struct {
+	BFInterval    time.Duration // bf_interval: time between backfill passes; 30 s
+	BFResolution  time.Duration // bf_resolution: reservations start and end on multiples of it; 60 s
+	BFWindow      time.Duration // bf_window: no reservation starts later than this ahead; 1 day
+	BFMaxJobTest  int           // bf_max_job_test: pending jobs one pass tests; 500
+	SchedInterval time.Duration // sched_interval: the main scheduler's full runs; 60 s
+	// BatchSchedDelay (batch_sched_delay) is how long after its last run
+	// the main scheduler may wait before it handles a submission or a job
+	// end; 3 s.
+	BatchSchedDelay time.Duration
+	LimitCheck      time.Duration // slurmctld's PERIODIC_TIMEOUT: how often limits are enforced; 30 s
+	// KillWait is how long a job killed at its limit keeps its nodes:
+	// slurm.conf's KillWait for jobs that ignore SIGTERM, 0 for jobs that
+	// exit on it (like `sleep`). 0 by default.
+	KillWait time.Duration
+}
+
+// yearLimit is what Slurm plans with for a job without a limit in a
+// partition without MaxTime (backfill.c: YEAR_MINUTES).
+const yearLimit = 365 * 24 * time.Hour
+
+// loopTick is the period of slurmctld's background loop, which runs the
+// main scheduler (controller.c: _slurmctld_background).
+const loopTick = time.Second
+
+func (p SlurmParams) resolve() (SlurmParams, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&p.BFInterval, 30*time.Second)
+	def(&p.BFResolution, time.Minute)
+	def(&p.BFWindow, 24*time.Hour)
+	def(&p.SchedInterval, time.Minute)
+	def(&p.BatchSchedDelay, 3*time.Second)
+	def(&p.LimitCheck, 30*time.Second)
+	if p.BFMaxJobTest == 0 {
+		p.BFMaxJobTest = 500
+	}
+	if p.BFInterval < 0 || p.BFResolution < 0 || p.BFWindow < 0 || p.SchedInterval < 0 || p.BatchSchedDelay < 0 || p.LimitCheck < 0 || p.KillWait < 0 || p.BFMaxJobTest < 0 {
+		return p, fmt.Errorf("sim: negative Slurm setting in %+v", p)
+	}
+	return p, nil
+}
+
+// slot is a stretch of the backfill plan (Slurm's node_space): from t to
+// the next slot's t (the last one to the window's end), the nodes in
+// avail are not reserved for any pending job. Running jobs are not in the
+// plan; like select/linear's will-run test, willRun ends them one by one.
+type slot struct {
+	t     time.Duration
+	avail bitset
+}
+
+// slurmLike is Slurm 22.05's main scheduler and sched/backfill on a
+// select/linear machine: whole nodes, one partition, priority = arrival
+// order. See docs/simulator.md for what it leaves out.
+type slurmLike struct {
+	p SlurmParams
+	// The main scheduler runs at a tick of slurmctld's loop when
+	// sched_interval has passed since its last full run, or when a job was
+	// submitted or ended (queue_job_scheduler) and batch_sched_delay has
+	// passed since its last run.
+	nextFull, lastMain time.Duration
+	asked              bool
+	// The backfill scheduler runs every bf_interval if jobs changed since
+	// its last pass (Slurm's _more_work).
+	changed bool
+
+	// The last pass's plan, as squeue --start and sinfo show it: expected
+	// starts and nodes of the pending jobs it tested, and the union of the
+	// nodes it reserved.
+	planStart map[*job]time.Duration
+	planNodes map[*job][]span
+	planned   bitset
+
+	slots     []slot
+	windowEnd time.Duration
+	spare     []bitset // slot bitsets for reuse
+	all       bitset
+	avail     bitset // nodes a job may use over its tested window
+	cand      bitset // of those, free at the will-run time
+	pick      []span // the nodes the last willRun chose
+	pickSet   bitset
+}
+
+func newSlurmLike(size int, p SlurmParams) *slurmLike {
+	b := &slurmLike{
+		p:         p,
+		planStart: make(map[*job]time.Duration),
+		planNodes: make(map[*job][]span),
+		planned:   newBitset(size),
+		all:       newBitset(size),
+		avail:     newBitset(size),
+		cand:      newBitset(size),
+		pickSet:   newBitset(size),
+	}
+	b.all.setRange(0, size)
+	return b
+}
+
+func (b *slurmLike) arrived(*State, *job) { b.changed, b.asked = true, true }
+func (b *slurmLike) ended(*State, *job)   { b.changed, b.asked = true, true }
+
+// pass runs the main scheduler and the backfill scheduler when they are
+// due. Neither runs at the instant of an event: a job submitted or freed
+// starts at the next tick of one of them.
+func (b *slurmLike) pass(s *State) {
+	now := s.now
+	if now%loopTick == 0 {
+		full := now >= b.nextFull
+		if full || b.asked && now >= b.lastMain+b.p.BatchSchedDelay {
+			if full {
+				b.nextFull = now + b.p.SchedInterval
+			}
+			b.asked, b.lastMain = false, now
+			if startHead(s) > 0 {
+				b.changed = true
+			}
+		}
+	}
+	if now%b.p.BFInterval == 0 && b.changed {
+		b.changed = false
+		b.backfill(s)
+	}
+	if b.asked {
+		s.wake(ceilTo(max(now, b.lastMain+b.p.BatchSchedDelay), loopTick))
+	}
+	if b.changed {
+		s.wake(floorTo(now, b.p.BFInterval) + b.p.BFInterval)
+	}
+	for _, j := range s.queue {
+		if !j.began {
+			s.wake(ceilTo(max(b.nextFull, now), loopTick))
+			break
+		}
+	}
+}
+
+// backfill is one pass of sched/backfill (_attempt_backfill in
+// backfill.c): it walks the pending jobs in priority order and, for each,
+// finds the earliest time at which enough nodes are free of running jobs
+// (by their time limits) and of the reservations made so far in this pass;
+// a job that can start now starts, the others reserve their nodes.
+func (b *slurmLike) backfill(s *State) {
+	clear(b.planStart)
+	clear(b.planNodes)
+	clear(b.planned)
+	b.resetPlan(s.now)
+	tested := 0
+	for _, j := range s.queue {
+		if j.began {
+			continue
+		}
+		if tested == b.p.BFMaxJobTest {
+			break
+		}
+		tested++
+		if b.test(s, j) {
+			b.changed = true // Slurm's next pass sees the start as a change
+		}
+	}
+}
+
+// limit is how long the plan holds j's nodes.
+func (b *slurmLike) limit(s *State, j *job) time.Duration {
+	if j.est != workload.Unlimited {
+		return j.est
+	}
+	if s.part.maxTime > 0 {
+		return s.part.maxTime
+	}
+	return yearLimit
+}
+
+// test plans or starts one pending job and reports whether it started. It
+// follows backfill.c's TRY_LATER loop: try from startRes; if the job cannot
+// start by the end of the plan's first stretch after startRes, try again
+// from there.
+func (b *slurmLike) test(s *State, j *job) bool {
+	now, res := s.now, b.p.BFResolution
+	lim := b.limit(s, j)
+	startRes := now
+	// Each try starts later, at a plan boundary, a running job's end or a
+	// bf_resolution step: the bound is only a guard.
+	for range 2*(len(b.slots)+len(s.running)) + 4 {
+		later := b.window(startRes, addSat(startRes, lim))
+		t, ok := b.willRun(s, j.nodes)
+		if !ok {
+			if later == 0 {
+				return false
+			}
+			startRes = later
+			continue
+		}
+		t = max(t, startRes)
+		if t <= now {
+			s.startOn(j, slices.Clone(b.pick))
+			return true
+		}
+		if later != 0 && t > later {
+			startRes = later
+			continue
+		}
+		if t == math.MaxInt64 {
+			return false // behind an unlimited job: no start time at all
+		}
+		if t > now+b.p.BFWindow {
+			b.planStart[j] = t // shown, but nothing is reserved
+			return false
+		}
+		st, en := floorTo(t, res), floorTo(addSat(t, lim), res)
+		if b.overlaps(st, en) {
+			if startRes == t {
+				t += res
+			}
+			startRes = t
+			continue
+		}
+		b.reserve(st, en)
+		b.planStart[j] = t
+		b.planNodes[j] = slices.Clone(b.pick)
+		for i := range b.planned {
+			b.planned[i] |= b.pickSet[i]
+		}
+		return false
+	}
+	return false
+}
+
+// resetPlan empties the plan: one stretch from now to the window's end.
+func (b *slurmLike) resetPlan(now time.Duration) {
+	for _, sl := range b.slots {
+		b.spare = append(b.spare, sl.avail)
+	}
+	res := b.p.BFResolution
+	b.windowEnd = floorTo(now+b.p.BFWindow, res)
+	b.slots = append(b.slots[:0], slot{t: floorTo(now, res), avail: b.newSet(b.all)})
+}
+
+func (b *slurmLike) newSet(from bitset) bitset {
+	var x bitset
+	if n := len(b.spare); n > 0 {
+		x, b.spare = b.spare[n-1], b.spare[:n-1]
+	} else {
+		x = make(bitset, len(from))
+	}
+	x.copyFrom(from)
+	return x
+}
+
+func (b *slurmLike) slotEnd(i int) time.Duration {
+	if i+1 < len(b.slots) {
+		return b.slots[i+1].t
+	}
+	return b.windowEnd
+}
+
+// window sets b.avail to the nodes free of reservations over [start, end]
+// (a reservation starting at end counts, as in backfill.c) and returns the
+// next time worth trying if the job cannot start by the end of the first
+// stretch, 0 if none. Like backfill.c it skips a stretch boundary after
+// which no node comes free.
+func (b *slurmLike) window(start, end time.Duration) (later time.Duration) {
+	b.avail.copyFrom(b.all)
+	for i, sl := range b.slots {
+		e := b.slotEnd(i)
+		if e > start && i+1 < len(b.slots) && later == 0 {
+			next := b.slots[i+1].avail
+			for w := range next {
+				if next[w]&^(b.avail[w]&sl.avail[w]) != 0 {
+					later = e
+					break
+				}
+			}
+		}
+		if e <= start {
+			continue
+		}
+		if sl.t > end {
+			break
+		}
+		b.avail.and(sl.avail)
+	}
+	return later
+}
+
+// willRun is select/linear's will-run test on b.avail: the job starts now
+// if enough of those nodes are idle, else when enough running jobs have
+// ended, taken by their planned ends (a job past its end but not yet
+// killed ends a second from now). It leaves the chosen nodes in b.pick and
+// b.pickSet.
+func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
+	b.cand.copyFrom(s.idle)
+	b.cand.and(b.avail)
+	t, have := s.now, b.cand.count()
+	if have < n {
+		i := 0
+		for ; i < len(s.running) && have < n; i++ {
+			have += b.cand.addSpans(s.running[i].alloc, b.avail)
+		}
+		if have < n {
+			return 0, false
+		}
+		if t = s.running[i-1].estEnd; t <= s.now {
+			t = s.now + time.Second
+		}
+	}
+	var ok bool
+	s.runs, b.pick, ok = bestFit(b.cand, n, s.runs, b.pick[:0])
+	if !ok {
+		panic("sim: will-run count out of step with its nodes")
+	}
+	sortSpans(b.pick)
+	clear(b.pickSet)
+	for _, sp := range b.pick {
+		b.pickSet.setRange(int(sp.first), int(sp.n))
+	}
+	return t, true
+}
+
+// overlaps reports whether the picked nodes are reserved anywhere in
+// [st, en) (backfill.c's _test_resv_overlap): the will-run test looked at
+// the reservations around the tested start, not around the job's own.
+func (b *slurmLike) overlaps(st, en time.Duration) bool {
+	for i, sl := range b.slots {
+		if b.slotEnd(i) > st && sl.t < en && !b.pickSet.subsetOf(sl.avail) {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve takes the picked nodes out of the plan over [st, en), clipped to
+// the window.
+func (b *slurmLike) reserve(st, en time.Duration) {
+	st = max(st, b.slots[0].t)
+	en = min(en, b.windowEnd)
+	if st >= en {
+		return
+	}
+	i := b.split(st)
+	k := len(b.slots)
+	if en < b.windowEnd {
+		k = b.split(en)
+	}
+	for ; i < k; i++ {
+		for w := range b.slots[i].avail {
+			b.slots[i].avail[w] &^= b.pickSet[w]
+		}
+	}
+}
+
+// split makes a stretch begin at t (within the plan) and returns its index.
+func (b *slurmLike) split(t time.Duration) int {
+	i, found := slices.BinarySearchFunc(b.slots, t, func(sl slot, t time.Duration) int {
+		switch {
+		case sl.t < t:
+			return -1
+		case sl.t > t:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		// i > 0: the first stretch begins at the plan's start, before t.
+		b.slots = slices.Insert(b.slots, i, slot{t: t, avail: b.newSet(b.slots[i-1].avail)})
+	}
+	return i
+}
