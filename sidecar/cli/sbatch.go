@@ -26,8 +26,12 @@ func Sbatch(ctx context.Context, args []string, _, _ io.Writer) int {
 	if exe, err := os.Executable(); err == nil {
 		agent = filepath.Join(filepath.Dir(exe), "glean-agent")
 	}
+	env := os.Environ()
+	// The marker is for this process only: the Slurm commands run for the
+	// anchor inherit os.Environ, and a job must not see it.
+	os.Unsetenv(submit.WrapperEnv)
 	w := &submit.Wrapper{
-		Args: args, Env: os.Environ(),
+		Args: args, Env: env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Cwd: cwd, UID: uid, Now: time.Now(),
 		LoadConfig: func() (config.Config, error) { return config.Load(config.Path()) },

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -519,5 +521,24 @@ func TestIntakeRecordsBeforeActing(t *testing.T) {
 	}
 	if len(p.unknown) != 0 {
 		t.Errorf("asked to act on jobs no record named: %v", p.unknown)
+	}
+}
+
+// A filesystem hiccup is retried next round; a bad entry is rejected.
+func TestTransientReadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("open entry.json: %w", syscall.ESTALE), true},
+		{fmt.Errorf("read: %w", syscall.EIO), true},
+		{fmt.Errorf("open: %w", syscall.EMFILE), true},
+		{spool.ErrSymlink, false},
+		{spool.ErrBadJSON, false},
+		{errors.New("unknown key \"x\""), false},
+	} {
+		if got := transient(tc.err); got != tc.want {
+			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

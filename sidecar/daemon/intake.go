@@ -16,6 +16,7 @@ import (
 	"os/user"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/config"
@@ -234,6 +235,10 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && entryGone(in.opt.Spool, f) {
 			return "" // removed between scan and read
+		}
+		if transient(err) {
+			log.Warn("entry not readable now; retrying next round", "err", err)
+			return ""
 		}
 		return reject(fmt.Sprintf("the entry cannot be taken in: %v", err))
 	}
@@ -456,3 +461,16 @@ func (in *Intake) follow(ctx context.Context, now time.Time, jobs map[string]QJo
 
 // Get returns a record by name (for tests and the CLI).
 func (in *Intake) Get(name string) *spool.Record { return in.known[name] }
+
+// transient reports a read failure of the filesystem, not of the entry
+// (an NFS hiccup, no descriptors left): the entry is tried again next round
+// instead of being rejected for good.
+func transient(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EIO, syscall.ESTALE, syscall.EMFILE, syscall.ENFILE,
+		syscall.ENOMEM, syscall.EINTR, syscall.EAGAIN, syscall.ETIMEDOUT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

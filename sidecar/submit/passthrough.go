@@ -30,7 +30,10 @@ func FindRealSbatch(configured, path, self string) (string, error) {
 		if isGleanWrapper(configured, self) {
 			return "", errors.New("slurm.real_sbatch points at glean's own wrapper")
 		}
-		return configured, nil
+		// A wrong setting must not break plain sbatch: fall back to PATH.
+		if st, err := os.Stat(configured); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return configured, nil
+		}
 	}
 	var selfDir string
 	if self != "" {

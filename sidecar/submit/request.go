@@ -119,12 +119,15 @@ func (r *Request) Partitions() []string {
 	return strings.Split(s.Value, ",")
 }
 
-// MentionsGlean is the quick test: does anything the user gave mention
-// glean? If not (and the site marks no partition elastic) the submission is
-// passed through without further parsing.
+// MentionsGlean is the quick test: does the user's input name the --glean
+// option (or an abbreviation: "--gl" is unique among sbatch's options)? If
+// not (and the site marks no partition elastic) the submission is passed
+// through without further parsing. Only the option counts, never the word
+// in a job name, a path or a comment: those must pass through untouched
+// even when glean's option table would not parse the rest of the line.
 func MentionsGlean(args, env []string, script []byte) bool {
 	for _, a := range args {
-		if strings.Contains(a, "glean") || strings.HasPrefix(a, "--gl") {
+		if strings.HasPrefix(a, "--gl") {
 			return true
 		}
 	}
@@ -133,7 +136,7 @@ func MentionsGlean(args, env []string, script []byte) bool {
 			return true
 		}
 	}
-	return script != nil && strings.Contains(string(directiveBlock(script)), "glean")
+	return script != nil && strings.Contains(string(directiveBlock(script)), "--gl")
 }
 
 // directiveBlock returns the start of script up to its first command line.

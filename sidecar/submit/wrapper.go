@@ -309,7 +309,7 @@ func (w *Wrapper) submit(ctx context.Context, cfg config.Config, req *Request, r
 	}
 	e.Anchor, e.Cluster = parseParsable(anchorOut)
 	if e.Anchor == "" {
-		pend.Abort()
+		undo() // it exited 0: a job may have been queued; undo finds it by its comment
 		fmt.Fprintf(w.Stderr, "sbatch: error: glean: the anchor job's sbatch printed %q, not a job id\n", strings.TrimSpace(string(anchorOut)))
 		return 1
 	}
