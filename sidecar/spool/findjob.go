@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 )
 
@@ -22,20 +20,11 @@ import (
 // file owned by uid owner are skipped; so are unreadable ones, which are
 // reported in problems.
 func (rs *Records) FindJob(id string, owner int) (found []*Record, problems []error) {
-	d, err := rs.root.Open(".")
+	names, err := rs.names()
 	if err != nil {
 		return nil, []error{err}
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return nil, []error{err}
-	}
-	sort.Strings(names)
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") {
-			continue
-		}
 		r, err := rs.getOwned(n, owner)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {

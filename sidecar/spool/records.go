@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -279,20 +280,11 @@ func decodeRecord(name string, data []byte) (*Record, error) {
 // List reads every record, in directory-name order. Records that cannot
 // be read are reported in problems.
 func (rs *Records) List() (recs []*Record, problems []error) {
-	d, err := rs.root.Open(".")
+	names, err := rs.names()
 	if err != nil {
 		return nil, []error{err}
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return nil, []error{err}
-	}
-	sort.Strings(names)
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") {
-			continue
-		}
 		r, err := rs.Get(n)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -303,4 +295,21 @@ func (rs *Records) List() (recs []*Record, problems []error) {
 		recs = append(recs, r)
 	}
 	return recs, problems
+}
+
+// names lists the record directories in name order, without dot-names
+// (temporaries being written).
+func (rs *Records) names() ([]string, error) {
+	d, err := rs.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") })
+	sort.Strings(names)
+	return names, nil
 }
