@@ -67,6 +67,26 @@ type Record struct {
 	Tasks     Counts    `json:"tasks"`
 	Pilots    int       `json:"pilots"`
 	Entry     *Entry    `json:"entry,omitempty"` // the validated entry as taken in
+	// PilotJobs are the pilots glean submitted for the job and has not
+	// yet seen end: the only way a pilot is recognised (never by name).
+	PilotJobs []PilotJob `json:"pilot_jobs,omitempty"`
+	// ShadowReleased: the shadow array was released into the queue.
+	ShadowReleased bool `json:"shadow_released,omitempty"`
+	// Exit is the job's exit code once it ended (the anchor exits with it).
+	Exit int `json:"exit,omitempty"`
+}
+
+// PilotJob is one pilot as the daemon recorded it.
+type PilotJob struct {
+	ID        string        `json:"id"`
+	Node      string        `json:"node,omitempty"` // the node it was sized for (--nodelist)
+	Submitted time.Time     `json:"submitted"`
+	TimeLimit time.Duration `json:"time_limit"`
+	Started   time.Time     `json:"started,omitzero"`
+	Retiring  bool          `json:"retiring,omitempty"`
+	Cancelled bool          `json:"cancelled,omitempty"` // glean cancelled it (give-way, timeout, no work)
+	Cause     string        `json:"cause,omitempty"`
+	Ended     time.Time     `json:"ended,omitzero"` // gone from squeue
 }
 
 // Counts are a job's tasks by state.
@@ -198,9 +218,10 @@ func (rs *Records) writeAtomic(dir, file string, data []byte, mode os.FileMode) 
 
 // Event is one line of a job's journal.
 type Event struct {
-	Time   time.Time `json:"time"`
-	Event  string    `json:"event"` // accepted, rejected, cancelled, ...
-	Detail string    `json:"detail,omitempty"`
+	Time   time.Time  `json:"time"`
+	Event  string     `json:"event"` // accepted, rejected, cancelled, ...
+	Detail string     `json:"detail,omitempty"`
+	Task   *TaskEvent `json:"task,omitempty"` // event "task": one attempt committed
 }
 
 // Journal appends one event to the record's journal and fsyncs it. The

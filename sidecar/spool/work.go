@@ -1,0 +1,594 @@
+package spool
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Task execution (docs/spool.md, "Tasks"). The agents, running as the
+// job's owner, write only in the owner's work directory:
+//
+//	users/<uid>/work/<id>/             2770, created by the first agent
+//	users/<uid>/work/<id>/leases/<i>   one per running task, created O_EXCL; its mtime is the heartbeat
+//	users/<uid>/work/<id>/results/<i>.<attempt>  one per ended attempt (temp + rename)
+//	users/<uid>/work/<id>/logs/        the agents' own logs
+//
+// The daemon alone commits: it reads results, appends one task event per
+// attempt to the job's journal (jobs/<rec>/journal), then removes the
+// result. A task whose journal holds a final event is finished. The daemon
+// tells agents to retire or stop through jobs/<rec>/control.json.
+//
+// Taking a task is race-free on a shared filesystem without locks: an
+// attempt's task is always in at least one of leases/, results/ or the
+// journal (the agent writes the result before it removes the lease, the
+// daemon journals before it removes the result), so an agent that lists
+// leases, then results, then reads the journal sees every task in flight;
+// the lease's O_EXCL create settles two agents racing for the same task,
+// and a check of results and journal after the create catches an attempt
+// that ended between the listing and the create.
+
+// Names under a work directory.
+const (
+	WorkDir     = "work"
+	LeasesDir   = "leases"
+	ResultsDir  = "results"
+	LogsDir     = "logs"
+	ControlFile = "control.json"
+)
+
+// maxTaskFileBytes caps a lease or result read by the daemon.
+const maxTaskFileBytes = 64 << 10
+
+// Lease is a running task, as its agent wrote it. Everything in it is the
+// owner's claim; the daemon checks the pilot against Slurm.
+type Lease struct {
+	Version int       `json:"version"`
+	Task    int       `json:"task"`
+	Attempt string    `json:"attempt"`
+	Pilot   string    `json:"pilot"` // SLURM_JOB_ID of the pilot or shadow element
+	Node    string    `json:"node"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+// Outcomes an agent reports for an attempt.
+const (
+	OutcomeExited       = "exited"       // the task exited by itself (Exit)
+	OutcomeSignaled     = "signaled"     // killed by a signal (Signal), not by the agent
+	OutcomeCheckpointed = "checkpointed" // after the agent's TERM, exited with the checkpoint status
+	OutcomeHandedBack   = "handed-back"  // stopped by the agent (TERM, time limit, stop): to be run again
+	OutcomeNotStarted   = "not-started"  // the script could not be started (Detail says why)
+)
+
+// CheckpointExit is the exit status a task uses to say "state saved,
+// resume me" after SIGTERM (wrappers/glean.sh).
+const CheckpointExit = 99
+
+// Result is one ended attempt, as its agent wrote it.
+type Result struct {
+	Version int       `json:"version"`
+	Task    int       `json:"task"`
+	Attempt string    `json:"attempt"`
+	Pilot   string    `json:"pilot"`
+	Node    string    `json:"node"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Outcome string    `json:"outcome"`
+	Exit    int       `json:"exit"`   // exit status, or 128+signal
+	Signal  int       `json:"signal"` // the signal that ended it, if any
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// End reasons the daemon commits (issue 6 types them fully).
+const (
+	ReasonCompleted = "completed"
+	ReasonFailed    = "failed"
+	ReasonGiveWay   = "give-way"
+	ReasonHandBack  = "handed-back"
+	ReasonLost      = "pilot-lost"
+	ReasonCancelled = "cancelled"
+)
+
+// TaskEvent is a task's line in the journal: one attempt, committed once.
+type TaskEvent struct {
+	Index   int       `json:"index"`
+	Attempt string    `json:"attempt"`
+	Reason  string    `json:"reason"`
+	Exit    int       `json:"exit"`
+	Final   bool      `json:"final"` // the task is finished (completed, or failed for good)
+	Pilot   string    `json:"pilot,omitempty"`
+	Node    string    `json:"node,omitempty"`
+	Start   time.Time `json:"start,omitzero"`
+	End     time.Time `json:"end,omitzero"`
+}
+
+// Control is what the daemon tells a job's agents.
+type Control struct {
+	Version int      `json:"version"`
+	Retire  []string `json:"retire,omitempty"` // pilots to finish their task and take no more
+	Stop    bool     `json:"stop,omitempty"`   // the job ended or was cancelled: stop every task now
+}
+
+// TaskIndices lists a job's array indices in order (a job without an array
+// has the one task 0).
+func (e *Entry) TaskIndices() []int {
+	if e.Array == nil {
+		return []int{0}
+	}
+	out := make([]int, 0, e.Tasks)
+	for _, r := range e.Array.Ranges {
+		for i := r.Start; i <= r.End; i += r.Step {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ---- the agent's side (as the owner) ----
+
+// Work is a job's work directory, opened by an agent running as the owner.
+type Work struct {
+	Dir     string // users/<uid>/work/<id>
+	journal string // jobs/<rec>/journal
+	control string // jobs/<rec>/control.json
+
+	finished map[int]bool
+	jOff     int64
+}
+
+// OpenWork creates (if needed) and opens uid's work directory for entry
+// id, whose daemon record is rec.
+func (s *Spool) OpenWork(uid int, id string) (*Work, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("spool: bad job id %q", clip(id))
+	}
+	top := filepath.Join(s.UserDir(uid), WorkDir)
+	dir := filepath.Join(top, id)
+	for _, d := range []string{top, dir, filepath.Join(dir, LeasesDir), filepath.Join(dir, ResultsDir), filepath.Join(dir, LogsDir)} {
+		if err := mkdirExact(d, 0o2770); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("spool: create %s: %w", d, err)
+		}
+		st, err := os.Lstat(d)
+		if err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("spool: %s is not a directory; remove it", d)
+		}
+	}
+	rec := filepath.Join(s.Dir, JobsDir, RecordName(uid, id))
+	return &Work{Dir: dir, journal: filepath.Join(rec, JournalFile), control: filepath.Join(rec, ControlFile),
+		finished: map[int]bool{}}, nil
+}
+
+// LeasePath and ResultPath name a task's files.
+func (w *Work) LeasePath(task int) string {
+	return filepath.Join(w.Dir, LeasesDir, strconv.Itoa(task))
+}
+
+// ErrNoTask: every task is finished, running or awaiting its commit.
+var ErrNoTask = errors.New("no task to take")
+
+// Take leases the first task in order that is not finished, running or
+// awaiting its commit, and writes l (with Task set) into the lease.
+func (w *Work) Take(order []int, l Lease) (int, error) {
+	leased, results, err := w.inFlight()
+	if err != nil {
+		return 0, err
+	}
+	if err := w.readJournal(); err != nil {
+		return 0, err
+	}
+	for _, i := range order {
+		if w.finished[i] || leased[i] || results[i] {
+			continue
+		}
+		f, err := os.OpenFile(w.LeasePath(i), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o640)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("spool: lease: %w", err)
+		}
+		// An attempt that ended between the listing and the create.
+		_, res, err := w.inFlight()
+		if err == nil {
+			err = w.readJournal()
+		}
+		if err != nil || res[i] || w.finished[i] {
+			f.Close()
+			os.Remove(w.LeasePath(i))
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		l.Version, l.Task = 1, i
+		data, _ := json.Marshal(l)
+		_, werr := f.Write(data)
+		if werr == nil {
+			werr = f.Sync()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			os.Remove(w.LeasePath(i))
+			return 0, fmt.Errorf("spool: lease: %w", werr)
+		}
+		return i, nil
+	}
+	return 0, ErrNoTask
+}
+
+// Heartbeat marks the lease of task as alive.
+func (w *Work) Heartbeat(task int, now time.Time) error {
+	return os.Chtimes(w.LeasePath(task), now, now)
+}
+
+// Finish writes the attempt's result, then removes its lease.
+func (w *Work) Finish(r Result) error {
+	r.Version = 1
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(w.Dir, ResultsDir)
+	name := fmt.Sprintf("%d.%s", r.Task, r.Attempt)
+	tmp := filepath.Join(dir, tmpPrefix+name)
+	if err := writeFile(tmp, data, 0o640); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("spool: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(w.LeasePath(r.Task)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("spool: %w", err)
+	}
+	return nil
+}
+
+// Release gives a lease back without a result (the task never started).
+func (w *Work) Release(task int) error {
+	err := os.Remove(w.LeasePath(task))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Finished reports whether a task is finished on the record.
+func (w *Work) Finished(task int) bool { return w.finished[task] }
+
+// Remaining reads the journal and returns how many of order are not
+// finished.
+func (w *Work) Remaining(order []int) (int, error) {
+	if err := w.readJournal(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, i := range order {
+		if !w.finished[i] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Events reads the journal from the start (runtimes, for the agent's
+// estimate of a task's length).
+func (w *Work) Events() ([]TaskEvent, error) {
+	f, err := os.Open(w.journal)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []TaskEvent
+	_, err = scanEvents(f, func(ev Event) {
+		if ev.Task != nil {
+			out = append(out, *ev.Task)
+		}
+	})
+	return out, err
+}
+
+// Control reads the daemon's instructions; none yet is the zero Control.
+func (w *Work) Control() (Control, error) {
+	var c Control
+	data, err := os.ReadFile(w.control)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal(data, &c)
+}
+
+// inFlight lists leases, then results.
+func (w *Work) inFlight() (leased, results map[int]bool, err error) {
+	leased, results = map[int]bool{}, map[int]bool{}
+	names, err := readNames(filepath.Join(w.Dir, LeasesDir))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range names {
+		if i, err := strconv.Atoi(n); err == nil {
+			leased[i] = true
+		}
+	}
+	names, err = readNames(filepath.Join(w.Dir, ResultsDir))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range names {
+		if t, _, ok := strings.Cut(n, "."); ok {
+			if i, err := strconv.Atoi(t); err == nil {
+				results[i] = true
+			}
+		}
+	}
+	return leased, results, nil
+}
+
+// readJournal reads the journal's new complete lines.
+func (w *Work) readJournal() error {
+	f, err := os.Open(w.journal)
+	if err != nil {
+		return fmt.Errorf("spool: the job's journal: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(w.jOff, io.SeekStart); err != nil {
+		return err
+	}
+	n, err := scanEvents(f, func(ev Event) {
+		if ev.Task != nil && ev.Task.Final {
+			w.finished[ev.Task.Index] = true
+		}
+	})
+	w.jOff += n
+	return err
+}
+
+// scanEvents calls fn for each complete line and returns the bytes
+// consumed (a line being appended is left for the next read).
+func scanEvents(r io.Reader, fn func(Event)) (int64, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var n int64
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, err
+		}
+		n += int64(len(line))
+		var ev Event
+		if json.Unmarshal(bytes.TrimSpace(line), &ev) == nil {
+			fn(ev)
+		}
+	}
+}
+
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := names[:0]
+	for _, n := range names {
+		if !strings.HasPrefix(n, ".") {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ---- the daemon's side: everything in a work directory is hostile ----
+
+// LeaseInfo is a lease as the daemon read it.
+type LeaseInfo struct {
+	Task      int
+	Lease     Lease // zero if the content was unreadable (being written, or garbage)
+	Heartbeat time.Time
+}
+
+// ResultInfo is a result file as the daemon read it.
+type ResultInfo struct {
+	Name   string
+	Result Result
+	Err    error // unreadable or invalid: the daemon discards it
+}
+
+// WorkScan is a job's work directory as the daemon saw it.
+type WorkScan struct {
+	Leases   []LeaseInfo
+	Results  []ResultInfo
+	Problems []error
+}
+
+// ScanWork reads uid's work directory of entry id without following any
+// link; a missing directory is an empty scan (no agent ran yet).
+func (s *Spool) ScanWork(uid int, id string) (WorkScan, error) {
+	var ws WorkScan
+	dir, err := s.openWork(uid, id)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return ws, nil
+		}
+		return ws, err
+	}
+	defer dir.Close()
+	leases, err := openOwnedDir(dir, LeasesDir, uid)
+	if err == nil {
+		names, _ := leases.Readdirnames(-1)
+		sort.Strings(names)
+		for _, n := range names {
+			i, err := strconv.Atoi(n)
+			if err != nil || strconv.Itoa(i) != n {
+				continue
+			}
+			li := LeaseInfo{Task: i}
+			var st unix.Stat_t
+			if unix.Fstatat(int(leases.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				li.Heartbeat = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+			}
+			if data, err := readOwned(leases, n, uid, maxTaskFileBytes); err == nil {
+				_ = json.Unmarshal(data, &li.Lease)
+			} else {
+				ws.Problems = append(ws.Problems, fmt.Errorf("lease %s: %w", n, err))
+			}
+			ws.Leases = append(ws.Leases, li)
+		}
+		leases.Close()
+	} else if !errors.Is(err, syscall.ENOENT) {
+		ws.Problems = append(ws.Problems, err)
+	}
+	results, err := openOwnedDir(dir, ResultsDir, uid)
+	if err == nil {
+		names, _ := results.Readdirnames(-1)
+		sort.Strings(names)
+		for _, n := range names {
+			if strings.HasPrefix(n, ".") {
+				continue
+			}
+			ri := ResultInfo{Name: n}
+			data, err := readOwned(results, n, uid, maxTaskFileBytes)
+			if err == nil {
+				err = decodeResult(n, data, &ri.Result)
+			}
+			ri.Err = err
+			ws.Results = append(ws.Results, ri)
+		}
+		results.Close()
+	} else if !errors.Is(err, syscall.ENOENT) {
+		ws.Problems = append(ws.Problems, err)
+	}
+	return ws, nil
+}
+
+// decodeResult checks that a result's content agrees with its name.
+func decodeResult(name string, data []byte, r *Result) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(r); err != nil {
+		return fmt.Errorf("result %s: %w", clip(name), err)
+	}
+	if name != fmt.Sprintf("%d.%s", r.Task, r.Attempt) || !isName(r.Attempt, 64) {
+		return fmt.Errorf("result %s: its content names task %d attempt %q", clip(name), r.Task, clip(r.Attempt))
+	}
+	return nil
+}
+
+// RemoveLease and RemoveResult unlink a file in uid's work directory
+// (never following a link: unlinkat on the directory's descriptor).
+func (s *Spool) RemoveLease(uid int, id string, task int) error {
+	return s.removeWork(uid, id, LeasesDir, strconv.Itoa(task))
+}
+
+func (s *Spool) RemoveResult(uid int, id string, name string) error {
+	return s.removeWork(uid, id, ResultsDir, name)
+}
+
+func (s *Spool) removeWork(uid int, id, sub, name string) error {
+	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return fmt.Errorf("spool: bad name %q", clip(name))
+	}
+	dir, err := s.openWork(uid, id)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	d, err := openOwnedDir(dir, sub, uid)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	err = syscall.Unlinkat(int(d.Fd()), name)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// openWork opens users/<uid>/work/<id> component by component.
+func (s *Spool) openWork(uid int, id string) (*os.File, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("spool: bad job id %q", clip(id))
+	}
+	root, err := openDir(-1, s.Dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	users, err := openDir(int(root.Fd()), UsersDir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer users.Close()
+	u, err := openOwnedDir(users, strconv.Itoa(uid), uid)
+	if err != nil {
+		return nil, err
+	}
+	defer u.Close()
+	w, err := openOwnedDir(u, WorkDir, uid)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	return openOwnedDir(w, id, uid)
+}
+
+// PutControl writes a record's control.json (daemon).
+func (rs *Records) PutControl(r *Record, c Control) error {
+	c.Version = 1
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return rs.writeAtomic(r.DirName(), ControlFile, data, 0o644)
+}
+
+// TaskEvents reads a record's task events (daemon).
+func (rs *Records) TaskEvents(name string) ([]TaskEvent, error) {
+	f, err := rs.root.Open(filepath.Join(name, JournalFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var out []TaskEvent
+	_, err = scanEvents(f, func(ev Event) {
+		if ev.Task != nil {
+			out = append(out, *ev.Task)
+		}
+	})
+	return out, err
+}
