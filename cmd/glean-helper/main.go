@@ -86,6 +86,11 @@ func run(ctx context.Context, configPath string, log *slog.Logger) error {
 			AnchorPartition: cfg.Partitions.Anchor,
 			DaemonUID:       uid,
 			Log:             log,
+			Pilots: privhelper.PilotParams{
+				Partition: cfg.Partitions.Pilot, QOS: cfg.Partitions.QOS, Account: cfg.Partitions.Account,
+				Script: cfg.Helper.PilotScript, Agent: cfg.Helper.Agent, Config: configPath,
+				Grace: cfg.Policy.Grace.Duration, MinUID: cfg.Helper.MinUID,
+			},
 		},
 	}
 	ln, err := srv.Listen()

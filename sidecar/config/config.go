@@ -84,6 +84,9 @@ type Limits struct {
 	MaxJobsPerUser  int `toml:"max_jobs_per_user"`
 	MaxTasksPerUser int `toml:"max_tasks_per_user"`
 	MaxTasksPerJob  int `toml:"max_tasks_per_job"`
+	// TaskRetries: how often a failed task is run again before it counts
+	// as failed. Give-way, time-limit and lost-pilot ends do not count.
+	TaskRetries int `toml:"task_retries"`
 }
 
 // Daemon configures gleand.
@@ -93,6 +96,9 @@ type Daemon struct {
 	Rescan        Duration `toml:"rescan"`         // periodic spool rescan (fsnotify misses NFS writes)
 	Watch         bool     `toml:"watch"`          // use fsnotify besides the rescan
 	MetricsListen string   `toml:"metrics_listen"` // "" = no /metrics
+	// HeartbeatTimeout: a running task's lease not refreshed for this long
+	// is taken back (its agent died with its node).
+	HeartbeatTimeout Duration `toml:"heartbeat_timeout"`
 }
 
 // Helper configures the privileged helper (glean-helper, root) and how
@@ -102,6 +108,13 @@ type Helper struct {
 	// root:spool.group. "" makes gleand act on Slurm itself, which needs
 	// the daemon's user to be a Slurm operator.
 	Socket string `toml:"socket"`
+	// Agent is glean-agent's path on the compute nodes, PilotScript the
+	// installed jobscripts/pilot.sh: a pilot is `sbatch ... PilotScript
+	// Agent pilot --job <record> --config <this file>`.
+	Agent       string `toml:"agent"`
+	PilotScript string `toml:"pilot_script"`
+	// MinUID: the helper acts for no uid below it (system accounts).
+	MinUID int `toml:"min_uid"`
 }
 
 // maxSocketPath is what fits in sockaddr_un.sun_path with its NUL.
@@ -115,9 +128,10 @@ func Default() Config {
 		Spool:      Spool{Dir: "/var/spool/glean", Group: "glean", MaxEntryBytes: 1 << 20, MaxScriptBytes: 4 << 20},
 		Policy: Policy{DefaultMode: "fair", Margin: Duration{2 * time.Minute}, Grace: Duration{60 * time.Second},
 			MaxPendingPilots: 8, MinPilotTime: Duration{2 * time.Minute}},
-		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000},
-		Daemon: Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true},
-		Helper: Helper{Socket: "/run/glean/helper.sock"},
+		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000, TaskRetries: 2},
+		Daemon: Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true, HeartbeatTimeout: Duration{time.Minute}},
+		Helper: Helper{Socket: "/run/glean/helper.sock", Agent: "/usr/bin/glean-agent",
+			PilotScript: "/usr/libexec/glean/pilot.sh", MinUID: 1000},
 	}
 }
 
@@ -194,6 +208,20 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxJobsPerUser < 1 || c.Limits.MaxTasksPerUser < 1 || c.Limits.MaxTasksPerJob < 1 {
 		bad("limits", "every cap must be at least 1")
+	}
+	if c.Limits.TaskRetries < 0 {
+		bad("limits.task_retries", "must not be negative")
+	}
+	if c.Daemon.HeartbeatTimeout.Duration < 10*time.Second {
+		bad("daemon.heartbeat_timeout", "must be at least 10s (agents refresh their leases every 5s)")
+	}
+	for key, p := range map[string]string{"helper.agent": c.Helper.Agent, "helper.pilot_script": c.Helper.PilotScript} {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			bad(key, "must be a clean absolute path, not %q", p)
+		}
+	}
+	if c.Helper.MinUID < 1 {
+		bad("helper.min_uid", "must be at least 1: glean never acts for root")
 	}
 	if c.Daemon.User == "" {
 		bad("daemon.user", "must name the daemon's user")

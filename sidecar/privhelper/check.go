@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
@@ -24,23 +25,46 @@ type Handler struct {
 	Log             *slog.Logger
 	// Users maps a uid to its user name; nil means the system's.
 	Users func(uid int) (string, error)
+	// Pilots: how every pilot is submitted. Nothing of it comes from a
+	// request or a user.
+	Pilots PilotParams
+}
+
+// PilotParams are the site's fixed pilot parameters (glean.toml).
+type PilotParams struct {
+	Partition, QOS, Account string
+	Script                  string        // jobscripts/pilot.sh as installed (root's file)
+	Agent                   string        // glean-agent on the compute nodes
+	Config                  string        // glean.toml path the agent reads
+	Grace                   time.Duration // --signal=B:TERM@grace
+	MinUID                  int           // uids below are system accounts: refused
+	// Group maps a uid to its primary gid; nil means the system's.
+	Group func(uid int) (int, error)
 }
 
 // Handle checks req and, if the checks pass, acts on it. A failed check is
 // a *Refusal; a failed action is the Slurm command's error.
-func (h *Handler) Handle(ctx context.Context, req Request) error {
+func (h *Handler) Handle(ctx context.Context, req Request) (string, error) {
+	switch req.Op {
+	case OpSubmitPilot:
+		return h.submitPilot(ctx, req)
+	case OpCancelPilot:
+		return "", h.cancelPilot(ctx, req)
+	}
 	if err := h.check(ctx, req); err != nil {
-		return err
+		return "", err
 	}
 	switch req.Op {
 	case OpHold:
-		return h.Slurm.Hold(ctx, req.Job, slurm.AdminHold)
+		return "", h.Slurm.Hold(ctx, req.Job, slurm.AdminHold)
 	case OpRelease:
-		return h.Slurm.Release(ctx, req.Job)
+		return "", h.Slurm.Release(ctx, req.Job)
 	case OpCancel:
-		return h.Slurm.Cancel(ctx, req.Job, "")
+		return "", h.Slurm.Cancel(ctx, req.Job, "")
+	case OpCancelPending:
+		return "", h.Slurm.CancelPending(ctx, req.Job)
 	}
-	return refuse("unknown op %q", clip(req.Op)) // DecodeRequest already refused it
+	return "", refuse("unknown op %q", clip(req.Op)) // DecodeRequest already refused it
 }
 
 // check passes if a record of the daemon's names the job and Slurm shows
@@ -78,6 +102,9 @@ func (h *Handler) check(ctx context.Context, req Request) error {
 // matches checks one record against what Slurm shows.
 func (h *Handler) matches(req Request, r *spool.Record, jobs []qjob) error {
 	name := r.DirName()
+	if req.Op == OpCancelPending && req.Job != r.Shadow {
+		return refuse("job %s: cancel-pending is for shadow arrays only", req.Job)
+	}
 	if req.Op == OpHold && r.State != spool.StateAccepting && !r.Active() {
 		return refuse("job %s: its record %s is %s; glean holds only jobs it is taking in or running", req.Job, name, r.State)
 	}

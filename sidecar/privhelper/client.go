@@ -36,9 +36,32 @@ func (c *Client) Cancel(ctx context.Context, id string) error {
 	return c.Do(ctx, Request{Op: OpCancel, Job: id})
 }
 
+// CancelPending cancels a shadow array's pending elements.
+func (c *Client) CancelPending(ctx context.Context, id string) error {
+	return c.Do(ctx, Request{Op: OpCancelPending, Job: id})
+}
+
+// SubmitPilot submits a pilot for record (jobs/<uid>.<id>) with a time
+// limit in minutes (0: UNLIMITED), pinned to node if not "", and returns
+// its job id.
+func (c *Client) SubmitPilot(ctx context.Context, record string, minutes int, node string) (string, error) {
+	return c.Ask(ctx, Request{Op: OpSubmitPilot, Record: record, Minutes: minutes, Node: node})
+}
+
+// CancelPilot cancels pilot id of record.
+func (c *Client) CancelPilot(ctx context.Context, record, id string) error {
+	return c.Do(ctx, Request{Op: OpCancelPilot, Record: record, Job: id})
+}
+
 // Do sends one request and waits for its answer. A refusal is a
 // *Refusal (IsRefusal); every error names the helper, the op and the job.
 func (c *Client) Do(ctx context.Context, req Request) error {
+	_, err := c.Ask(ctx, req)
+	return err
+}
+
+// Ask is Do, returning the job id the answer carries (submit-pilot).
+func (c *Client) Ask(ctx context.Context, req Request) (string, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -46,12 +69,12 @@ func (c *Client) Do(ctx context.Context, req Request) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wrap := func(err error) error {
-		return fmt.Errorf("privileged helper (%s): %s %s: %w", c.Socket, req.Op, req.Job, err)
+		return fmt.Errorf("privileged helper (%s): %s %s%s: %w", c.Socket, req.Op, req.Job, req.Record, err)
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.Socket)
 	if err != nil {
-		return wrap(fmt.Errorf("%w (is glean-helper running?)", err))
+		return "", wrap(fmt.Errorf("%w (is glean-helper running?)", err))
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
@@ -61,14 +84,14 @@ func (c *Client) Do(ctx context.Context, req Request) error {
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
-		return wrap(err)
+		return "", wrap(err)
 	}
 	// A helper that refuses may answer and close before reading all of
 	// the request: its answer, if any, says more than the write error.
 	_, werr := conn.Write(append(data, '\n'))
 	line, err := readLine(conn, MaxResponseBytes)
 	if err != nil && werr != nil {
-		return wrap(werr)
+		return "", wrap(werr)
 	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -76,21 +99,21 @@ func (c *Client) Do(ctx context.Context, req Request) error {
 			if cause == nil {
 				cause = context.DeadlineExceeded // the connection's deadline is the context's
 			}
-			return wrap(fmt.Errorf("no answer within %v: %w", timeout, cause))
+			return "", wrap(fmt.Errorf("no answer within %v: %w", timeout, cause))
 		}
-		return wrap(fmt.Errorf("bad answer: %w", err))
+		return "", wrap(fmt.Errorf("bad answer: %w", err))
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		return wrap(fmt.Errorf("bad answer: %w", err))
+		return "", wrap(fmt.Errorf("bad answer: %w", err))
 	}
 	switch {
 	case resp.OK:
-		return nil
+		return resp.Job, nil
 	case resp.Refused:
-		return wrap(&Refusal{Reason: resp.Error})
+		return "", wrap(&Refusal{Reason: resp.Error})
 	default:
-		return wrap(fmt.Errorf("failed: %s", resp.Error))
+		return "", wrap(fmt.Errorf("failed: %s", resp.Error))
 	}
 }
 

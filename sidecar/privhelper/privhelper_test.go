@@ -25,9 +25,9 @@ func TestDecodeRequest(t *testing.T) {
 		want       Request
 		err        string
 	}{
-		{"hold", `{"op":"hold","job":"101"}`, Request{OpHold, "101"}, ""},
-		{"release", `{"op":"release","job":"7"}`, Request{OpRelease, "7"}, ""},
-		{"cancel", `{"job":"55","op":"cancel"}`, Request{OpCancel, "55"}, ""},
+		{"hold", `{"op":"hold","job":"101"}`, Request{Op: OpHold, Job: "101"}, ""},
+		{"release", `{"op":"release","job":"7"}`, Request{Op: OpRelease, Job: "7"}, ""},
+		{"cancel", `{"job":"55","op":"cancel"}`, Request{Op: OpCancel, Job: "55"}, ""},
 		{"unknown op", `{"op":"submit","job":"101"}`, Request{}, `unknown op "submit"`},
 		{"free-form command", `{"op":"scancel -u alice","job":"1"}`, Request{}, "unknown op"},
 		{"no op", `{"job":"101"}`, Request{}, `unknown op ""`},
@@ -39,6 +39,16 @@ func TestDecodeRequest(t *testing.T) {
 		{"two objects", `{"op":"hold","job":"1"}{"op":"cancel","job":"2"}`, Request{}, "data after the JSON object"},
 		{"not JSON", `hold 101`, Request{}, "malformed request"},
 		{"array", `[]`, Request{}, "malformed request"},
+		{"submit-pilot", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":5,"node":"c1"}`,
+			Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5, Node: "c1"}, ""},
+		{"submit-pilot with a job id", `{"op":"submit-pilot","job":"5","record":"1500.0190aaaaaaaa-12345678"}`, Request{}, "takes no job id"},
+		{"submit-pilot with a path", `{"op":"submit-pilot","record":"../../etc"}`, Request{}, "bad record name"},
+		{"submit-pilot with an option for a node", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"--uid=0"}`, Request{}, "bad node name"},
+		{"submit-pilot with a hostlist", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"c[1-24]"}`, Request{}, "bad node name"},
+		{"submit-pilot with a negative limit", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":-1}`, Request{}, "bad time limit"},
+		{"cancel-pilot", `{"op":"cancel-pilot","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{Op: OpCancelPilot, Record: "1500.0190aaaaaaaa-12345678", Job: "77"}, ""},
+		{"cancel with a record", `{"op":"cancel","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{}, "takes no record"},
+		{"hold with a node", `{"op":"hold","job":"77","node":"c1"}`, Request{}, "takes no time limit or node"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := DecodeRequest([]byte(tc.line))
@@ -85,6 +95,9 @@ func (f *fakeSlurm) Run(_ context.Context, argv []string) ([]byte, error) {
 	defer f.mu.Unlock()
 	if argv[0] != "squeue" {
 		f.calls = append(f.calls, strings.Join(argv, " "))
+		if argv[0] == "sbatch" {
+			return []byte("4242\n"), nil
+		}
 		return nil, nil
 	}
 	if f.fail != nil {
@@ -128,6 +141,9 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{sp: sp, rs: rs, slurm: fs, h: &Handler{
 		Spool: sp, Slurm: &slurm.Client{R: fs}, AnchorPartition: "glean", DaemonUID: os.Getuid(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Pilots: PilotParams{Partition: "pilot", Script: "/opt/glean/pilot.sh", Agent: "/opt/glean/glean-agent",
+			Config: "/etc/glean/glean.toml", Grace: time.Minute, MinUID: 1000,
+			Group: func(uid int) (int, error) { return uid, nil }},
 		Users: func(uid int) (string, error) {
 			if u, ok := users[uid]; ok {
 				return u, nil
@@ -165,94 +181,94 @@ func TestHandleChecks(t *testing.T) {
 		{"hold an accepting anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "102")
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "", "scontrol hold 101"},
 		{"hold the shadow array (an element running)", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "102")
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "102"}
+			return Request{Op: OpHold, Job: "102"}
 		}, "", "scontrol hold 102"},
 		{"cancel a queued job's shadow", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
 			fx.slurm.jobs = jobs
-			return Request{OpCancel, "102"}
+			return Request{Op: OpCancel, Job: "102"}
 		}, "", "scancel 102"},
 		{"cancel a rejected job's anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateRejected, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{OpCancel, "101"}
+			return Request{Op: OpCancel, Job: "101"}
 		}, "", "scancel 101"},
 		{"release a running job's anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{OpRelease, "101"}
+			return Request{Op: OpRelease, Job: "101"}
 		}, "", "scontrol release 101"},
 		{"not recorded", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
 			fx.slurm.jobs = append(jobs, qjob{ID: "300", State: "PENDING", Partition: "glean", User: alice, Comment: jobs[0].Comment})
-			return Request{OpHold, "300"}
+			return Request{Op: OpHold, Job: "300"}
 		}, "job 300 is not a job glean recorded", ""},
 		{"another user's job imitating the anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
 			jobs[0].User = "bob" // the id is bob's job now, with alice's comment copied
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "job 101 belongs to bob, not to alice", ""},
 		{"the comment lacks the nonce", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
 			jobs[0].Comment = "glean:x:y"
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "does not carry the nonce", ""},
 		{"a shadow comment on the anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "102")
 			jobs[0].Comment = jobs[1].Comment
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "does not carry the nonce", ""},
 		{"an array element of someone else", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
 			jobs[2].User = "bob"
 			fx.slurm.jobs = jobs
-			return Request{OpCancel, "102"}
+			return Request{Op: OpCancel, Job: "102"}
 		}, "belongs to bob", ""},
 		{"anchor outside the anchor partition", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
 			jobs[0].Partition = "batch"
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "not the anchor partition glean", ""},
 		{"gone from Slurm", func(t *testing.T, fx *fixture) Request {
 			fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
-			return Request{OpCancel, "101"}
+			return Request{Op: OpCancel, Job: "101"}
 		}, "job 101 is not known to Slurm", ""},
 		{"hold a rejected job", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateRejected, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "is rejected; glean holds only", ""},
 		{"root's job", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, 0, "root", spool.StateAccepting, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "does not act on root's jobs", ""},
 		{"the record's user is not its uid", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, 1600, alice, spool.StateAccepting, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "names user alice, which is not uid 1600", ""},
 		{"a record without its entry", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateRejected, "101", "")
 			r.Entry = nil
 			fx.rs.Put(r)
 			fx.slurm.jobs = jobs
-			return Request{OpCancel, "101"}
+			return Request{Op: OpCancel, Job: "101"}
 		}, "holds no entry nonce", ""},
 		{"a hostile record and a good one for the same job", func(t *testing.T, fx *fixture) Request {
 			fx.record(t, 1600, "bob", spool.StateRejected, "101", "")
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{OpCancel, "101"}
+			return Request{Op: OpCancel, Job: "101"}
 		}, "", "scancel 101"},
 		{"a symlinked record", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
@@ -263,14 +279,14 @@ func TestHandleChecks(t *testing.T) {
 			os.Rename(filepath.Join(dir, "elsewhere", spool.RecordFile), filepath.Join(dir, "elsewhere", "x"))
 			os.Symlink("x", filepath.Join(dir, "elsewhere", spool.RecordFile))
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "not a job glean recorded", ""},
 		{"a hardlinked record", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
 			dir := filepath.Join(fx.sp.Dir, spool.JobsDir)
 			os.Link(filepath.Join(dir, r.DirName(), spool.RecordFile), filepath.Join(dir, "linked"))
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "not a job glean recorded", ""},
 		{"a FIFO for a record", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
@@ -280,8 +296,74 @@ func TestHandleChecks(t *testing.T) {
 				t.Fatal(err)
 			}
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "not a job glean recorded", ""},
+		{"submit a pilot for a queued job", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 17, Node: "c3"}
+		}, "", "sbatch --parsable --uid=1500 --gid=1500 --partition=pilot --nodes=1 --exclusive --export=NONE --no-requeue --signal=B:TERM@60 --time=17 --job-name=glean-pilot --output=/dev/null --error=/dev/null --chdir=/tmp --nodelist=c3 /opt/glean/pilot.sh /opt/glean/glean-agent pilot --job RECORD --config /etc/glean/glean.toml"},
+		{"submit a pilot for an ended job", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateDone, "101", "")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+		}, "pilots are for queued or running jobs", ""},
+		{"submit a pilot for a system account", func(t *testing.T, fx *fixture) Request {
+			fx.h.Users = func(int) (string, error) { return "daemon", nil }
+			r, jobs := fx.record(t, 2, "daemon", spool.StateQueued, "101", "")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+		}, "is a system account", ""},
+		{"submit a pilot for root", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, 0, "root", spool.StateQueued, "101", "")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+		}, "does not act for root", ""},
+		{"submit a pilot whose anchor is another's", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			jobs[0].User = "bob"
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+		}, "belongs to bob", ""},
+		{"submit a pilot for a record that does not exist", func(t *testing.T, fx *fixture) Request {
+			return Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5}
+		}, "record 1500.0190aaaaaaaa-12345678", ""},
+		{"cancel a recorded pilot", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			r.PilotJobs = []spool.PilotJob{{ID: "500"}}
+			fx.rs.Put(r)
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: alice})
+			return Request{Op: OpCancelPilot, Record: r.DirName(), Job: "500"}
+		}, "", "scancel 500"},
+		{"cancel a job the record does not name as a pilot", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: alice})
+			return Request{Op: OpCancelPilot, Record: r.DirName(), Job: "500"}
+		}, "not a pilot of record", ""},
+		{"cancel a pilot id that is now another user's job", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			r.PilotJobs = []spool.PilotJob{{ID: "500"}}
+			fx.rs.Put(r)
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: "bob"})
+			return Request{Op: OpCancelPilot, Record: r.DirName(), Job: "500"}
+		}, "belongs to bob", ""},
+		{"cancel a recorded pilot outside the pilot partition", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			r.PilotJobs = []spool.PilotJob{{ID: "500"}}
+			fx.rs.Put(r)
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "batch", User: alice})
+			return Request{Op: OpCancelPilot, Record: r.DirName(), Job: "500"}
+		}, "not the pilot partition", ""},
+		{"cancel the pending elements of a shadow", func(t *testing.T, fx *fixture) Request {
+			_, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "102")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpCancelPending, Job: "102"}
+		}, "", "scancel --state=PENDING 102"},
+		{"cancel-pending on an anchor", func(t *testing.T, fx *fixture) Request {
+			_, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "102")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpCancelPending, Job: "101"}
+		}, "for shadow arrays only", ""},
 		{"a record not the daemon's", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
 			if os.Getuid() != 0 {
@@ -289,14 +371,15 @@ func TestHandleChecks(t *testing.T) {
 			}
 			os.Chown(filepath.Join(fx.sp.Dir, spool.JobsDir, r.DirName(), spool.RecordFile), aliceUID, -1)
 			fx.slurm.jobs = jobs
-			return Request{OpHold, "101"}
+			return Request{Op: OpHold, Job: "101"}
 		}, "not a job glean recorded", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := newFixture(t)
 			req := tc.setup(t, fx)
-			err := fx.h.Handle(context.Background(), req)
+			_, err := fx.h.Handle(context.Background(), req)
 			calls := strings.Join(fx.slurm.calls, ",")
+			tc.call = strings.ReplaceAll(tc.call, "RECORD", req.Record)
 			if tc.refuse == "" {
 				if err != nil || calls != tc.call {
 					t.Fatalf("err %v, Slurm calls %q; want %q", err, calls, tc.call)
@@ -319,7 +402,7 @@ func TestHandleFailsClosed(t *testing.T) {
 	_, jobs := fx.record(t, aliceUID, alice, spool.StateAccepting, "101", "")
 	fx.slurm.jobs = jobs
 	fx.slurm.fail = errors.New("slurmctld down")
-	err := fx.h.Handle(context.Background(), Request{OpHold, "101"})
+	_, err := fx.h.Handle(context.Background(), Request{Op: OpHold, Job: "101"})
 	if err == nil || IsRefusal(err) || len(fx.slurm.calls) != 0 {
 		t.Fatalf("err %v calls %v", err, fx.slurm.calls)
 	}
@@ -367,7 +450,7 @@ func FuzzParseQueue(f *testing.F) {
 // doFunc adapts a function to Doer.
 type doFunc func(ctx context.Context, req Request) error
 
-func (f doFunc) Handle(ctx context.Context, req Request) error { return f(ctx, req) }
+func (f doFunc) Handle(ctx context.Context, req Request) (string, error) { return "", f(ctx, req) }
 
 // serve runs a Server on a socket in a fresh directory until the test ends.
 func serve(t *testing.T, daemonUID int, do Doer) (socket string, logs *syncBuf) {
@@ -455,7 +538,7 @@ func TestServerAndClient(t *testing.T) {
 		t.Errorf("failure: %v", err)
 	}
 	mu.Lock()
-	if fmt.Sprint(got) != "[{hold 12} {release 12} {cancel 12} {hold 13} {hold 14}]" {
+	if fmt.Sprint(got) != "[{hold 12  0 } {release 12  0 } {cancel 12  0 } {hold 13  0 } {hold 14  0 }]" {
 		t.Errorf("requests %v", got)
 	}
 	mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
 // Size caps of one request and one response line, newline included.
@@ -28,21 +29,29 @@ const (
 	MaxResponseBytes = 4096
 )
 
-// Operations. The execution-path issue adds "submit" (a pilot or shadow
-// element for uid U with fixed parameters): its fields join Request, its
-// check joins Handler.check, and it joins this set.
+// Operations.
 const (
-	OpHold    = "hold"    // admin hold: only an operator releases it
-	OpRelease = "release" // release any hold
-	OpCancel  = "cancel"  // scancel the whole job
+	OpHold          = "hold"           // admin hold: only an operator releases it
+	OpRelease       = "release"        // release any hold
+	OpCancel        = "cancel"         // scancel the whole job
+	OpCancelPending = "cancel-pending" // scancel the pending elements of a shadow array
+	OpSubmitPilot   = "submit-pilot"   // a pilot for a recorded job, as its owner, with fixed parameters
+	OpCancelPilot   = "cancel-pilot"   // scancel a pilot the record names
 )
 
-var ops = map[string]bool{OpHold: true, OpRelease: true, OpCancel: true}
+var ops = map[string]bool{OpHold: true, OpRelease: true, OpCancel: true, OpCancelPending: true,
+	OpSubmitPilot: true, OpCancelPilot: true}
 
-// Request is what gleand asks.
+// Request is what gleand asks. Every op but submit-pilot names Job;
+// submit-pilot and cancel-pilot name the Record (jobs/<uid>.<id>) whose
+// pilot it is; submit-pilot takes only a time limit and optionally the
+// node it was sized for: every other parameter is the site's.
 type Request struct {
-	Op  string `json:"op"`
-	Job string `json:"job"` // a whole job id: an anchor or a shadow array
+	Op      string `json:"op"`
+	Job     string `json:"job,omitempty"`     // a whole job id: an anchor, a shadow array or a pilot
+	Record  string `json:"record,omitempty"`  // submit-pilot, cancel-pilot
+	Minutes int    `json:"minutes,omitempty"` // submit-pilot: the time limit; 0 = UNLIMITED
+	Node    string `json:"node,omitempty"`    // submit-pilot: --nodelist, or ""
 }
 
 // Response is the helper's answer. Error is one line.
@@ -50,6 +59,7 @@ type Response struct {
 	OK      bool   `json:"ok"`
 	Refused bool   `json:"refused,omitempty"` // the checks refused; nothing was done
 	Error   string `json:"error,omitempty"`
+	Job     string `json:"job,omitempty"` // submit-pilot: the new pilot's id
 }
 
 // Refusal is a request the helper will not act on, with the reason the
@@ -74,12 +84,73 @@ func DecodeRequest(line []byte) (Request, error) {
 		return Request{}, refuse("malformed request: data after the JSON object")
 	}
 	if !ops[req.Op] {
-		return Request{}, refuse("unknown op %q (hold, release or cancel)", clip(req.Op))
+		return Request{}, refuse("unknown op %q (hold, release, cancel, cancel-pending, submit-pilot or cancel-pilot)", clip(req.Op))
 	}
-	if !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") {
-		return Request{}, refuse("bad job id %q: want a whole job id", clip(req.Job))
+	switch req.Op {
+	case OpSubmitPilot:
+		if req.Job != "" {
+			return Request{}, refuse("submit-pilot takes no job id")
+		}
+	default:
+		if !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") {
+			return Request{}, refuse("bad job id %q: want a whole job id", clip(req.Job))
+		}
+	}
+	switch req.Op {
+	case OpSubmitPilot, OpCancelPilot:
+		if !validRecordName(req.Record) {
+			return Request{}, refuse("bad record name %q: want <uid>.<entry id>", clip(req.Record))
+		}
+	default:
+		if req.Record != "" {
+			return Request{}, refuse("%s takes no record", req.Op)
+		}
+	}
+	if req.Op == OpSubmitPilot {
+		if req.Minutes < 0 || req.Minutes > maxPilotMinutes {
+			return Request{}, refuse("bad time limit %d minutes (0 = UNLIMITED, at most %d)", req.Minutes, maxPilotMinutes)
+		}
+		if req.Node != "" && !validNodeName(req.Node) {
+			return Request{}, refuse("bad node name %q", clip(req.Node))
+		}
+	} else if req.Minutes != 0 || req.Node != "" {
+		return Request{}, refuse("%s takes no time limit or node", req.Op)
 	}
 	return req, nil
+}
+
+// maxPilotMinutes bounds a pilot's time limit (a year).
+const maxPilotMinutes = 366 * 24 * 60
+
+// validRecordName: <uid>.<entry id>, nothing else (it becomes a path
+// component under jobs/ and an argument of the pilot script).
+func validRecordName(s string) bool {
+	uid, id, ok := strings.Cut(s, ".")
+	if !ok || uid == "" || len(uid) > 10 || !spool.ValidID(id) {
+		return false
+	}
+	for _, c := range uid {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return uid == "0" || uid[0] != '0'
+}
+
+// validNodeName: a Slurm node name (letters, digits, '-', '_', '.'),
+// never a hostlist expression or an option.
+func validNodeName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // oneLine makes s one line of bounded length.

@@ -27,7 +27,7 @@ const (
 
 // Doer handles one valid request (Handler in production).
 type Doer interface {
-	Handle(ctx context.Context, req Request) error
+	Handle(ctx context.Context, req Request) (job string, err error)
 }
 
 var _ Doer = (*Handler)(nil)
@@ -155,19 +155,20 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	req, err := DecodeRequest(line)
+	var job string
 	if err == nil {
-		log = log.With("op", req.Op, "job", req.Job)
-		err = s.Do.Handle(ctx, req)
+		log = log.With("op", req.Op, "job", req.Job, "record", req.Record)
+		job, err = s.Do.Handle(ctx, req)
 	}
 	switch {
 	case err == nil:
-		log.Info("done")
+		log.Info("done", "new_job", job)
 	case IsRefusal(err):
 		log.Warn("refused", "reason", err)
 	default:
 		log.Error("failed", "err", err)
 	}
-	answer(c, err)
+	answerJob(c, job, err)
 }
 
 // peer returns the connecting process's uid and pid (SO_PEERCRED: the
@@ -208,8 +209,11 @@ func readLine(r io.Reader, max int) ([]byte, error) {
 }
 
 // answer writes the response to err (nil: done).
-func answer(w io.Writer, err error) {
-	resp := Response{OK: err == nil}
+func answer(w io.Writer, err error) { answerJob(w, "", err) }
+
+// answerJob writes the response, with a new job's id.
+func answerJob(w io.Writer, job string, err error) {
+	resp := Response{OK: err == nil, Job: job}
 	if err != nil {
 		resp.Refused = IsRefusal(err)
 		resp.Error = oneLine(err.Error())

@@ -171,6 +171,15 @@ func (c *Client) Cancel(ctx context.Context, id, signal string) error {
 	return c.run(ctx, append(argv, id))
 }
 
+// CancelPending cancels the pending elements of a job (an array's
+// elements not yet started); running ones go on.
+func (c *Client) CancelPending(ctx context.Context, id string) error {
+	if !ValidJobID(id) {
+		return fmt.Errorf("scancel: bad job id %s", quote(id))
+	}
+	return c.run(ctx, []string{"scancel", "--state=PENDING", id})
+}
+
 // SetTimeLimit sets a job's time limit to d, in whole minutes rounded down.
 // Less than a minute is refused, since Slurm would read 0 as no limit. Only
 // an operator may raise a limit.

@@ -39,6 +39,9 @@ func (rs *Records) FindJob(id string, owner int) (found []*Record, problems []er
 	return found, problems
 }
 
+// GetOwned reads one record the way FindJob does (for the helper).
+func (rs *Records) GetOwned(name string, owner int) (*Record, error) { return rs.getOwned(name, owner) }
+
 // getOwned reads name/job.json after checking, on the descriptor it reads
 // from, that it is the file Lstat saw (no symlink), regular, with one
 // link, and owned by owner.
