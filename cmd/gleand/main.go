@@ -78,7 +78,10 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 	}
 	defer records.Close()
 	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}}
-	var priv daemon.Privileged = &daemon.SlurmPrivileged{C: client}
+	var priv interface {
+		daemon.Privileged
+		daemon.Actor
+	} = &daemon.SlurmPrivileged{C: client}
 	if cfg.Helper.Socket != "" {
 		priv = &privhelper.Client{Socket: cfg.Helper.Socket, Timeout: privhelper.RequestTimeout(cfg.Slurm.Timeout.Duration) + 5*time.Second}
 	}
@@ -89,6 +92,23 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	loop := &daemon.Loop{Intake: intake, Spool: sp, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log}
+	pcfg, mode, err := daemon.PolicyConfig(cfg)
+	if err != nil {
+		return err
+	}
+	exec := daemon.NewExecutor(daemon.ExecOptions{Spool: sp, Policy: pcfg, DefaultMode: mode,
+		Retries: cfg.Limits.TaskRetries, HeartbeatTimeout: cfg.Daemon.HeartbeatTimeout.Duration},
+		intake, records, priv, client, log)
+	interval := cfg.Daemon.Interval.Duration
+	if interval == 0 {
+		// One scheduling cycle, as the cluster says.
+		sc, err := client.Config(ctx)
+		if err != nil || sc.BackfillInterval <= 0 {
+			return fmt.Errorf("daemon.interval is 0 (one scheduling cycle) but bf_interval is unknown: %v; set daemon.interval", err)
+		}
+		interval = sc.BackfillInterval
+	}
+	log.Info("round interval", "interval", interval, "rescan", cfg.Daemon.Rescan.Duration)
+	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log}
 	return loop.Run(ctx)
 }

@@ -50,6 +50,26 @@ func (p *SlurmPrivileged) Cancel(ctx context.Context, id string) error {
 	return p.C.Cancel(ctx, id, "")
 }
 
+// CancelPending cancels a shadow array's pending elements.
+func (p *SlurmPrivileged) CancelPending(ctx context.Context, id string) error {
+	return p.C.CancelPending(ctx, id)
+}
+
+// Release releases a hold.
+func (p *SlurmPrivileged) Release(ctx context.Context, id string) error { return p.C.Release(ctx, id) }
+
+// CancelPilot cancels a pilot.
+func (p *SlurmPrivileged) CancelPilot(ctx context.Context, _, id string) error {
+	return p.C.Cancel(ctx, id, "")
+}
+
+// SubmitPilot needs root's sbatch --uid: only the helper can.
+func (p *SlurmPrivileged) SubmitPilot(context.Context, string, int, string) (string, error) {
+	return "", errors.New("pilots are submitted as their owner by glean-helper: set helper.socket")
+}
+
+var _ Actor = (*SlurmPrivileged)(nil)
+
 // NodeSizer tells the largest node of a partition, to refuse tasks no
 // node can run.
 type NodeSizer interface {

@@ -16,13 +16,16 @@ import (
 // the system correct: fsnotify misses writes from other NFS clients and can
 // overflow) and whenever the trigger fires. One goroutine, one select.
 type Loop struct {
-	Intake  *Intake
-	Spool   *spool.Spool
-	Rescan  time.Duration
-	Watch   bool // use fsnotify as well
-	Log     *slog.Logger
-	Now     func() time.Time
-	OnRound func(Stats, error) // for tests and metrics; may be nil
+	Intake   *Intake
+	Exec     *Executor // nil: intake only
+	Spool    *spool.Spool
+	Interval time.Duration // one round per interval (one scheduling cycle); 0: Rescan
+	Rescan   time.Duration
+	Watch    bool // use fsnotify as well
+	Log      *slog.Logger
+	Now      func() time.Time
+	OnRound  func(Stats, error) // for tests and metrics; may be nil
+	OnExec   func(ExecStats, error)
 
 	trigger chan struct{}
 }
@@ -50,7 +53,11 @@ func (l *Loop) Run(ctx context.Context) error {
 			defer w.close()
 		}
 	}
-	tick := time.NewTicker(l.Rescan)
+	every := l.Rescan
+	if l.Interval > 0 && l.Interval < every {
+		every = l.Interval
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	l.Trigger() // a first round at once
 	for {
@@ -63,9 +70,19 @@ func (l *Loop) Run(ctx context.Context) error {
 		if w != nil {
 			w.addUsers() // new users' incoming directories
 		}
-		st, err := l.Intake.Round(ctx, l.Now())
+		now := l.Now()
+		st, err := l.Intake.Round(ctx, now)
 		if err != nil {
 			l.Log.Warn("intake round", "err", err)
+		}
+		if l.Exec != nil {
+			xs, xerr := l.Exec.Round(ctx, now)
+			if xerr != nil {
+				l.Log.Warn("execution round", "err", xerr)
+			}
+			if l.OnExec != nil {
+				l.OnExec(xs, xerr)
+			}
 		}
 		if l.OnRound != nil {
 			l.OnRound(st, err)

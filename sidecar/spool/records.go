@@ -72,6 +72,8 @@ type Record struct {
 	PilotJobs []PilotJob `json:"pilot_jobs,omitempty"`
 	// ShadowReleased: the shadow array was released into the queue.
 	ShadowReleased bool `json:"shadow_released,omitempty"`
+	// AnchorReleased: the job ended and its anchor was released to run.
+	AnchorReleased bool `json:"anchor_released,omitempty"`
 	// Exit is the job's exit code once it ended (the anchor exits with it).
 	Exit int `json:"exit,omitempty"`
 }

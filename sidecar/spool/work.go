@@ -138,6 +138,14 @@ func (e *Entry) TaskIndices() []int {
 	return out
 }
 
+// ArrayContains reports whether task is one of the job's indices.
+func (e *Entry) ArrayContains(task int) bool {
+	if e.Array == nil {
+		return task == 0
+	}
+	return e.Array.Contains(task)
+}
+
 // ---- the agent's side (as the owner) ----
 
 // Work is a job's work directory, opened by an agent running as the owner.

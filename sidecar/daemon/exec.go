@@ -1,0 +1,566 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/policy"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// The execution slice of the loop: after the intake, each round observes
+// the cluster (one snapshot) and every taken-in job's work directory,
+// commits the attempts' results to the journals, takes back the leases of
+// dead pilots, asks policy.Decide (the code the simulator runs) what to do
+// and does it through the privileged helper; a job whose tasks are all
+// finished ends: its pending shadow elements are cancelled and its anchor
+// released, to run as the user and exit with the job's code.
+
+// Actor is every privileged action of the execution path (the helper's
+// client in gleand).
+type Actor interface {
+	SubmitPilot(ctx context.Context, record string, minutes int, node string) (string, error)
+	CancelPilot(ctx context.Context, record, id string) error
+	CancelPending(ctx context.Context, id string) error
+	Release(ctx context.Context, id string) error
+}
+
+// Snapshotter observes the cluster (slurm.Client).
+type Snapshotter interface {
+	Snapshot(ctx context.Context, now time.Time) *cluster.Snapshot
+}
+
+// ExecOptions configure the execution path.
+type ExecOptions struct {
+	Spool            *spool.Spool
+	Policy           policy.Config
+	DefaultMode      policy.Mode
+	Retries          int           // failed attempts a task may have before it fails for good
+	MaxAttempts      int           // attempts of any kind per task (a task that always hands back)
+	HeartbeatTimeout time.Duration // a lease not refreshed this long is taken back
+}
+
+// Executor runs the execution slice of each round.
+type Executor struct {
+	opt     ExecOptions
+	in      *Intake
+	records *spool.Records
+	act     Actor
+	snap    Snapshotter
+	log     *slog.Logger
+
+	books  map[string]*book // by record name: the journal's meaning, built once
+	misses int              // consecutive pending-pilot timeouts (policy.State)
+}
+
+// NewExecutor returns an executor over the intake's records.
+func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor, snap Snapshotter, log *slog.Logger) *Executor {
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 20
+	}
+	return &Executor{opt: opt, in: in, records: records, act: act, snap: snap, log: log, books: map[string]*book{}}
+}
+
+// ExecStats counts what a round did.
+type ExecStats struct {
+	Committed, Lost, Submitted, Cancelled, Retired, Ended int
+	Actions                                               []policy.Action
+}
+
+// book is what a job's journal says about its tasks.
+type book struct {
+	final     map[int]string // task -> completed | failed
+	failures  map[int]int
+	attempts  map[int]int
+	committed map[string]bool // attempt ids
+	runtimes  []time.Duration // of completed attempts
+	exit      int             // highest exit code of a task that failed for good
+}
+
+func newBook(evs []spool.TaskEvent) *book {
+	b := &book{final: map[int]string{}, failures: map[int]int{}, attempts: map[int]int{}, committed: map[string]bool{}}
+	for _, ev := range evs {
+		b.add(ev)
+	}
+	return b
+}
+
+func (b *book) add(ev spool.TaskEvent) {
+	b.committed[ev.Attempt] = true
+	b.attempts[ev.Index]++
+	switch ev.Reason {
+	case spool.ReasonFailed:
+		b.failures[ev.Index]++
+	case spool.ReasonCompleted:
+		if !ev.End.IsZero() && ev.End.After(ev.Start) {
+			b.runtimes = append(b.runtimes, ev.End.Sub(ev.Start))
+		}
+	}
+	if ev.Final && b.final[ev.Index] == "" {
+		b.final[ev.Index] = ev.Reason
+		if ev.Reason != spool.ReasonCompleted {
+			b.exit = max(b.exit, ev.Exit, 1)
+		}
+	}
+}
+
+// taskTime is the learned length of one task: the p95 of completed
+// attempts plus a quarter and 10 s, else the task's -t, else unknown.
+func (b *book) taskTime(e *spool.Entry) time.Duration {
+	if len(b.runtimes) > 0 {
+		rt := slices.Clone(b.runtimes)
+		slices.Sort(rt)
+		p95 := rt[(len(rt)*95+99)/100-1]
+		return p95 + p95/4 + 10*time.Second
+	}
+	if e != nil && e.Resources.TimeLimit > 0 {
+		return time.Duration(e.Resources.TimeLimit) * time.Minute
+	}
+	return 0
+}
+
+// Round runs one execution round at now.
+func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) {
+	var st ExecStats
+	names := make([]string, 0, len(x.in.known))
+	for n, r := range x.in.known {
+		if r.Active() || x.needsEnd(r) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return st, nil
+	}
+	sort.Strings(names)
+	snap := x.snap.Snapshot(ctx, now)
+	jobs := map[string]*cluster.Job{}
+	for i := range snap.Jobs {
+		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
+	}
+
+	var pst policy.State
+	pst.PendingMisses = x.misses
+	changed := map[string]bool{}
+	for _, n := range names {
+		r := x.in.known[n]
+		if x.needsEnd(r) {
+			if x.finish(ctx, now, r, snap, jobs) {
+				st.Ended++
+			}
+			continue
+		}
+		if r.State == spool.StateWaiting {
+			continue
+		}
+		b, err := x.book(r)
+		if err != nil {
+			x.log.Warn("reading the journal", "job", n, "err", err)
+			continue
+		}
+		if r.Shadow != "" && !r.ShadowReleased {
+			// The shadow array queues as the plain job would have.
+			if err := x.act.Release(ctx, r.Shadow); err != nil {
+				x.log.Warn("releasing the shadow array", "job", r.Shadow, "err", err)
+			} else {
+				r.ShadowReleased = true
+				changed[n] = true
+			}
+		}
+		c, l, running, busy := x.work(now, r, b, snap, jobs)
+		st.Committed += c
+		st.Lost += l
+		if c+l > 0 {
+			changed[n] = true
+		}
+		if x.pilotsSeen(now, r, snap, jobs, busy, &pst) {
+			changed[n] = true
+		}
+		total := r.Entry.Tasks
+		done, failed := 0, 0
+		for _, why := range b.final {
+			if why == spool.ReasonCompleted {
+				done++
+			} else {
+				failed++
+			}
+		}
+		counts := spool.Counts{Total: total, Done: done, Failed: failed, Running: running,
+			Pending: max(0, total-done-failed-running)}
+		if counts != r.Tasks {
+			r.Tasks = counts
+			changed[n] = true
+		}
+		if done+failed >= total {
+			r.State, r.Ended, r.Exit = spool.StateDone, now, 0
+			if failed > 0 {
+				r.State, r.Exit = spool.StateFailed, b.exit
+				r.Reason = fmt.Sprintf("%d of %d tasks failed", failed, total)
+			}
+			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: fmt.Sprintf("%d done, %d failed", done, failed)}); err != nil {
+				x.log.Error("recording the end", "job", n, "err", err)
+				continue
+			}
+			delete(changed, n)
+			if x.finish(ctx, now, r, snap, jobs) {
+				st.Ended++
+			}
+			continue
+		}
+		state := spool.StateQueued
+		if running > 0 {
+			state = spool.StateRunning
+		}
+		if state != r.State {
+			r.State = state
+			changed[n] = true
+		}
+		mode, err := policy.ParseMode(r.Mode)
+		if err != nil {
+			mode = x.opt.DefaultMode
+		}
+		ej := policy.ElasticJob{ID: n, Mode: mode, Submit: r.Submitted, TasksPending: counts.Pending,
+			TasksRunning: running, TaskTime: b.taskTime(r.Entry)}
+		if mode == policy.Fair && r.Shadow != "" {
+			ej.BaseJobIDs = []string{r.Shadow}
+		}
+		pst.Jobs = append(pst.Jobs, ej)
+	}
+	// FIFO among elastic jobs.
+	sort.SliceStable(pst.Jobs, func(i, j int) bool { return pst.Jobs[i].Submit.Before(pst.Jobs[j].Submit) })
+
+	acts := policy.Decide(snap, pst, x.opt.Policy, now)
+	x.misses = pst.NextMisses(acts)
+	st.Actions = acts
+	for _, a := range acts {
+		r := x.in.known[a.Job]
+		if r == nil {
+			continue
+		}
+		switch a.Kind {
+		case policy.SubmitPilot:
+			minutes := 0
+			if a.TimeLimit != cluster.Unlimited {
+				minutes = int((a.TimeLimit + time.Minute - 1) / time.Minute)
+			}
+			id, err := x.act.SubmitPilot(ctx, a.Job, minutes, a.Node)
+			if err != nil {
+				x.log.Warn("submitting a pilot", "job", a.Job, "err", err)
+				continue
+			}
+			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{ID: id, Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
+			r.Pilots++
+			changed[a.Job] = true
+			st.Submitted++
+			x.log.Info("pilot submitted", "job", a.Job, "pilot", id, "node", a.Node, "minutes", minutes)
+		case policy.CancelPilot:
+			p := pilotOf(r, a.Pilot)
+			if p == nil {
+				continue
+			}
+			// Recorded before the cancel, so that the attempts it ends are
+			// committed as give-way, not as failures.
+			p.Cancelled, p.Cause = true, a.Cause.String()
+			if err := x.records.Put(r); err != nil {
+				x.log.Error("recording a cancel", "job", a.Job, "err", err)
+				continue
+			}
+			if err := x.act.CancelPilot(ctx, a.Job, a.Pilot); err != nil {
+				x.log.Warn("cancelling a pilot", "pilot", a.Pilot, "err", err)
+				continue
+			}
+			st.Cancelled++
+			x.log.Info("pilot cancelled", "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "claimant", a.Claimant)
+		case policy.RetirePilot:
+			p := pilotOf(r, a.Pilot)
+			if p == nil || p.Retiring {
+				continue
+			}
+			p.Retiring, p.Cause = true, a.Cause.String()
+			if err := x.putControl(r, false); err != nil {
+				x.log.Error("retiring a pilot", "pilot", a.Pilot, "err", err)
+				continue
+			}
+			changed[a.Job] = true
+			st.Retired++
+		case policy.CancelBase:
+			if err := x.act.CancelPending(ctx, a.Base); err != nil {
+				x.log.Warn("cancelling pending shadow elements", "job", a.Base, "err", err)
+			}
+		}
+	}
+	for n := range changed {
+		if err := x.records.Put(x.in.known[n]); err != nil {
+			x.log.Error("recording", "job", n, "err", err)
+		}
+	}
+	return st, nil
+}
+
+func pilotOf(r *spool.Record, id string) *spool.PilotJob {
+	for i := range r.PilotJobs {
+		if r.PilotJobs[i].ID == id && r.PilotJobs[i].Ended.IsZero() {
+			return &r.PilotJobs[i]
+		}
+	}
+	return nil
+}
+
+func (x *Executor) book(r *spool.Record) (*book, error) {
+	n := r.DirName()
+	if b := x.books[n]; b != nil {
+		return b, nil
+	}
+	evs, err := x.records.TaskEvents(n)
+	if err != nil {
+		return nil, err
+	}
+	b := newBook(evs)
+	x.books[n] = b
+	return b, nil
+}
+
+// work commits r's results and takes back its dead leases; it returns
+// the attempts committed, the leases taken back, the tasks running and
+// the pilots running them.
+func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]bool) {
+	busy = map[string]bool{}
+	ws, err := x.opt.Spool.ScanWork(r.UID, r.ID)
+	if err != nil {
+		x.log.Warn("reading the work directory", "job", r.DirName(), "err", err)
+		return 0, 0, r.Tasks.Running, busy
+	}
+	for _, p := range ws.Problems {
+		x.log.Warn("work directory", "job", r.DirName(), "err", p)
+	}
+	for _, ri := range ws.Results {
+		if ri.Err == nil && !b.committed[ri.Result.Attempt] && r.Entry.ArrayContains(ri.Result.Task) {
+			ev := x.judge(r, b, ri.Result)
+			if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
+				x.log.Error("journal", "job", r.DirName(), "err", err)
+				return committed, lost, r.Tasks.Running, busy
+			}
+			b.add(ev)
+			committed++
+		} else if ri.Err != nil {
+			x.log.Warn("discarding a result", "job", r.DirName(), "file", ri.Name, "err", ri.Err)
+		}
+		if err := x.opt.Spool.RemoveResult(r.UID, r.ID, ri.Name); err != nil {
+			x.log.Warn("removing a committed result", "job", r.DirName(), "file", ri.Name, "err", err)
+		}
+	}
+	for _, l := range ws.Leases {
+		if !x.leaseLost(now, l, snap, jobs) {
+			running++
+			busy[l.Lease.Pilot] = true
+			continue
+		}
+		ev := spool.TaskEvent{Index: l.Task, Attempt: "lost-" + spool.NewNonce()[:16], Reason: spool.ReasonLost,
+			Pilot: l.Lease.Pilot, Node: l.Lease.Node, Start: l.Lease.Started, End: now}
+		if b.attempts[l.Task]+1 >= x.opt.MaxAttempts && b.final[l.Task] == "" {
+			ev.Reason, ev.Final, ev.Exit = spool.ReasonFailed, true, 1
+		}
+		if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
+			x.log.Error("journal", "job", r.DirName(), "err", err)
+			running++
+			continue
+		}
+		b.add(ev)
+		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task); err != nil {
+			x.log.Warn("removing a dead lease", "job", r.DirName(), "task", l.Task, "err", err)
+		}
+		x.log.Info("task taken back from a dead pilot", "job", r.DirName(), "task", l.Task, "pilot", l.Lease.Pilot)
+		lost++
+	}
+	return committed, lost, running, busy
+}
+
+// leaseLost: not refreshed within the heartbeat timeout, or its pilot is
+// no longer running (with a little slack for a lease being written).
+func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, snap *cluster.Snapshot, jobs map[string]*cluster.Job) bool {
+	age := now.Sub(l.Heartbeat)
+	if age > x.opt.HeartbeatTimeout {
+		return true
+	}
+	if !snap.Complete || age < 15*time.Second {
+		return false
+	}
+	j := jobs[l.Lease.Pilot]
+	return j == nil || !j.Holds()
+}
+
+// judge decides an attempt's end reason from the daemon's and Slurm's
+// facts: the agent's outcome says how the process ended; whether glean
+// cancelled the pilot says why.
+func (x *Executor) judge(r *spool.Record, b *book, res spool.Result) spool.TaskEvent {
+	ev := spool.TaskEvent{Index: res.Task, Attempt: res.Attempt, Exit: res.Exit, Pilot: res.Pilot, Node: res.Node,
+		Start: res.Start, End: res.End}
+	var cancelled bool
+	for _, p := range r.PilotJobs {
+		if p.ID == res.Pilot && p.Cancelled {
+			cancelled = true
+		}
+	}
+	switch {
+	case b.final[res.Task] != "":
+		ev.Reason = "duplicate" // ran twice; on the record once
+		return ev
+	case res.Outcome == spool.OutcomeExited && res.Exit == 0:
+		ev.Reason, ev.Final = spool.ReasonCompleted, true
+		return ev
+	case res.Outcome == spool.OutcomeCheckpointed || res.Outcome == spool.OutcomeHandedBack || (cancelled && res.Outcome == spool.OutcomeSignaled):
+		ev.Reason = spool.ReasonHandBack
+		if cancelled {
+			ev.Reason = spool.ReasonGiveWay
+		}
+	default:
+		ev.Reason = spool.ReasonFailed
+		if b.failures[res.Task]+1 > x.opt.Retries {
+			ev.Final = true
+		}
+	}
+	if !ev.Final && b.attempts[res.Task]+1 >= x.opt.MaxAttempts {
+		ev.Reason, ev.Final = spool.ReasonFailed, true
+		if ev.Exit == 0 {
+			ev.Exit = 1
+		}
+	}
+	return ev
+}
+
+// pilotsSeen updates r's pilots from the snapshot and adds the live ones
+// to the policy's state; it reports whether the record changed.
+func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job, busy map[string]bool, pst *policy.State) bool {
+	changed := false
+	for i := range r.PilotJobs {
+		p := &r.PilotJobs[i]
+		if !p.Ended.IsZero() {
+			continue
+		}
+		j := jobs[p.ID]
+		if j == nil || !(j.Pending() || j.Holds()) {
+			if snap.Complete {
+				p.Ended, changed = now, true
+			}
+			continue
+		}
+		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: busy[p.ID]}
+		if j.Holds() {
+			pp.State, pp.Start, pp.End = policy.PilotRunning, j.Start, j.End
+			if len(j.Nodes) > 0 {
+				pp.Node = j.Nodes[0]
+			}
+			if p.Started.IsZero() {
+				p.Started, changed = now, true
+				pst.Started = true
+			}
+		}
+		pst.Pilots = append(pst.Pilots, pp)
+	}
+	// Keep the record small: forget pilots that ended long ago.
+	r.PilotJobs = slices.DeleteFunc(r.PilotJobs, func(p spool.PilotJob) bool {
+		return !p.Ended.IsZero() && now.Sub(p.Ended) > time.Hour
+	})
+	return changed
+}
+
+// needsEnd: the job ended (done, failed or cancelled) and something is
+// left to do: stop its agents and pilots, release its anchor.
+func (x *Executor) needsEnd(r *spool.Record) bool {
+	switch r.State {
+	case spool.StateDone, spool.StateFailed:
+		return !r.AnchorReleased || livePilots(r)
+	case spool.StateCancelled:
+		return livePilots(r) && r.Entry != nil
+	}
+	return false
+}
+
+func livePilots(r *spool.Record) bool {
+	return slices.ContainsFunc(r.PilotJobs, func(p spool.PilotJob) bool { return p.Ended.IsZero() })
+}
+
+// finish does what is left of an ended job; it reports whether the
+// anchor was released this round.
+func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job) bool {
+	n := r.DirName()
+	if err := x.putControl(r, true); err != nil {
+		x.log.Error("telling the agents to stop", "job", n, "err", err)
+	}
+	if r.Shadow != "" && r.State != spool.StateCancelled {
+		if sj := jobs[r.Shadow]; sj != nil || !snap.Complete {
+			if err := x.act.CancelPending(ctx, r.Shadow); err != nil {
+				x.log.Warn("cancelling pending shadow elements", "job", r.Shadow, "err", err)
+			}
+		}
+	}
+	changed := false
+	for i := range r.PilotJobs {
+		p := &r.PilotJobs[i]
+		if !p.Ended.IsZero() {
+			continue
+		}
+		j := jobs[p.ID]
+		if j == nil && snap.Complete {
+			p.Ended, changed = now, true
+			continue
+		}
+		// Idle pilots of a finished job leave by themselves; pending ones
+		// and those of a cancelled job are cancelled.
+		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && !p.Cancelled {
+			p.Cancelled, p.Cause, changed = true, "job-ended", true
+			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
+				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
+			}
+		}
+	}
+	released := false
+	if (r.State == spool.StateDone || r.State == spool.StateFailed) && !r.AnchorReleased {
+		if err := x.act.Release(ctx, r.Anchor); err != nil {
+			x.log.Warn("releasing the anchor", "job", n, "anchor", r.Anchor, "err", err)
+		} else {
+			r.AnchorReleased, changed, released = true, true, true
+			x.log.Info("job ended; anchor released", "job", n, "anchor", r.Anchor, "state", r.State, "exit", r.Exit)
+		}
+	}
+	if changed {
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording", "job", n, "err", err)
+		}
+	}
+	return released
+}
+
+// putControl writes the job's control file: the retiring pilots, and
+// stop once the job ended.
+func (x *Executor) putControl(r *spool.Record, stop bool) error {
+	c := spool.Control{Stop: stop}
+	for _, p := range r.PilotJobs {
+		if p.Retiring && p.Ended.IsZero() {
+			c.Retire = append(c.Retire, p.ID)
+		}
+	}
+	return x.records.PutControl(r, c)
+}
+
+// PolicyConfig turns the site's [policy] into the policy's Config and the
+// default mode.
+func PolicyConfig(cfg config.Config) (policy.Config, policy.Mode, error) {
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = cfg.Partitions.Pilot
+	pc.Margin = cfg.Policy.Margin.Duration
+	pc.Grace = cfg.Policy.Grace.Duration
+	pc.MaxPendingPilots = cfg.Policy.MaxPendingPilots
+	pc.MaxPilots = cfg.Policy.MaxPilots
+	pc.MinPilotTime = cfg.Policy.MinPilotTime.Duration
+	mode, err := policy.ParseMode(cfg.Policy.DefaultMode)
+	if err != nil {
+		return pc, mode, err
+	}
+	return pc, mode, pc.Validate()
+}
