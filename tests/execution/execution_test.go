@@ -1,0 +1,232 @@
+// Package execution tests glean's execution path end to end on a real
+// loopback Slurm 22.05 with 24 nodes: the wrapper, gleand (as the glean
+// user), glean-helper (root), pilots running glean-agent as the job's
+// owner, the journal and the anchor's end (issue 5's scenarios).
+package execution
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+	"github.com/glean-hpc/glean/tests/gleantest"
+	"github.com/glean-hpc/glean/tests/slurmtest"
+)
+
+var (
+	cl  *slurmtest.Cluster
+	env *gleantest.Env
+)
+
+func TestMain(m *testing.M) {
+	code := slurmtest.Main(m, slurmtest.Options{Nodes: 24}, &cl)
+	if env != nil {
+		env.Stop()
+		if code == 0 {
+			os.RemoveAll(env.Dir)
+		}
+	}
+	os.Exit(code)
+}
+
+// setup returns the shared installation, started, with no job left.
+func setup(t *testing.T) *gleantest.Env {
+	t.Helper()
+	slurmtest.Need(t, cl)
+	if env == nil {
+		var err error
+		if env, err = gleantest.New(cl, gleantest.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		env.Start(t)
+	}
+	cl.CancelAll(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(env.Logs())
+		}
+	})
+	return env
+}
+
+// committed checks the journal: every index of 0..n-1 has exactly one
+// final event, and returns the final events by index.
+func committed(t *testing.T, e *gleantest.Env, anchor string, n int) map[int]spool.TaskEvent {
+	t.Helper()
+	final := map[int]spool.TaskEvent{}
+	for _, ev := range e.TaskEvents(t, anchor) {
+		if !ev.Final {
+			continue
+		}
+		if _, dup := final[ev.Index]; dup {
+			t.Errorf("task %d committed twice", ev.Index)
+		}
+		final[ev.Index] = ev
+	}
+	if len(final) != n {
+		t.Errorf("%d tasks committed, want %d", len(final), n)
+	}
+	return final
+}
+
+// anchorEnds waits until the anchor ran and ended; it returns its state
+// and exit code as Slurm shows them.
+func anchorEnds(t *testing.T, e *gleantest.Env, anchor string) (string, string) {
+	t.Helper()
+	var state, exit string
+	cl.WaitFor(t, 60*time.Second, "anchor "+anchor+" to end", func() bool {
+		state, exit = e.SlurmState(t, anchor)
+		return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT"
+	})
+	return state, exit
+}
+
+const shortTask = `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID on $SLURMD_NODENAME pilot $SLURM_JOB_ID"
+sleep 1
+`
+
+// 1. Idle cluster: an elastic array of 200 short tasks spreads over the
+// idle nodes within a few scheduling cycles and completes; every task's
+// output holds what it printed; the anchor ends COMPLETED, exit 0.
+func TestIdleClusterSpread(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "spread.sh", shortTask, 0o755)
+	start := time.Now()
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-199", "-o", "spread/%a.out", "spread.sh")
+	// Pilots on every node, within a few cycles.
+	cycle := cl.BFInterval(t)
+	var spread time.Duration
+	cl.WaitFor(t, 60*time.Second, "pilots on all 24 nodes", func() bool {
+		out := cl.Run(t, "squeue", "-h", "-t", "R", "-p", "pilot", "-o", "%N")
+		if len(strings.Fields(out)) >= 24 {
+			spread = time.Since(start)
+			return true
+		}
+		return false
+	})
+	t.Logf("pilots on 24 nodes %v after sbatch (%.0f scheduling cycles of %v)", spread.Round(time.Millisecond), spread.Seconds()/cycle.Seconds(), cycle)
+	r := e.WaitState(t, anchor, 3*time.Minute, spool.StateDone, spool.StateFailed)
+	if r.State != spool.StateDone || r.Tasks.Done != 200 {
+		t.Fatalf("record %s %+v", r.State, r.Tasks)
+	}
+	final := committed(t, e, anchor, 200)
+	nodes := map[string]bool{}
+	for i := 0; i < 200; i++ {
+		if final[i].Reason != spool.ReasonCompleted {
+			t.Errorf("task %d: %+v", i, final[i])
+		}
+		nodes[final[i].Node] = true
+		data, err := os.ReadFile(filepath.Join(e.Work, "spread", strconv.Itoa(i)+".out"))
+		want := fmt.Sprintf("task %d of %s on %s pilot %s\n", i, anchor, final[i].Node, final[i].Pilot)
+		if err != nil || string(data) != want {
+			t.Errorf("task %d output %q (%v), want %q", i, data, err, want)
+		}
+	}
+	if len(nodes) < 20 {
+		t.Errorf("tasks ran on %d nodes, want (nearly) all 24", len(nodes))
+	}
+	if state, exit := anchorEnds(t, e, anchor); state != "COMPLETED" || exit != "0:0" {
+		t.Errorf("anchor %s ended %s exit %s", anchor, state, exit)
+	}
+	summary, err := os.ReadFile(filepath.Join(e.Work, "spread", "summary.out"))
+	if err != nil || !strings.Contains(string(summary), "200") {
+		t.Errorf("summary %q, %v", summary, err)
+	}
+}
+
+// 4. A failing task (exit 3) is recorded as failed after its retries; the
+// anchor ends FAILED with exit code 3; afterok dependents of the anchor do
+// not start, afternotok ones do.
+func TestFailingTask(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "fail.sh", `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID attempt $GLEAN_ATTEMPT"
+[ "$SLURM_ARRAY_TASK_ID" = 2 ] && exit 3
+exit 0
+`, 0o755)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "-o", "fail/%a.out", "fail.sh")
+	ok := e.Sbatch(t, "", "--dependency=afterok:"+anchor, "-o", "/dev/null", "--wrap", "true")
+	notok := e.Sbatch(t, "", "--dependency=afternotok:"+anchor, "-o", "/dev/null", "--wrap", "true")
+	r := e.WaitState(t, anchor, 2*time.Minute, spool.StateDone, spool.StateFailed)
+	if r.State != spool.StateFailed || r.Tasks.Done != 3 || r.Tasks.Failed != 1 || r.Exit != 3 {
+		t.Fatalf("record %s exit %d %+v", r.State, r.Exit, r.Tasks)
+	}
+	final := committed(t, e, anchor, 4)
+	if ev := final[2]; ev.Reason != spool.ReasonFailed || ev.Exit != 3 {
+		t.Errorf("task 2: %+v", ev)
+	}
+	attempts := 0
+	for _, ev := range e.TaskEvents(t, anchor) {
+		if ev.Index == 2 {
+			attempts++
+		}
+	}
+	if attempts != 3 { // the first run and task_retries = 2
+		t.Errorf("task 2 ran %d times, want 3", attempts)
+	}
+	if state, exit := anchorEnds(t, e, anchor); state != "FAILED" || exit != "3:0" {
+		t.Errorf("anchor %s ended %s exit %s, want FAILED 3:0", anchor, state, exit)
+	}
+	cl.WaitFor(t, 30*time.Second, "the afternotok dependent to complete", func() bool {
+		s, _ := e.SlurmState(t, notok)
+		return s == "COMPLETED"
+	})
+	if s, _ := e.SlurmState(t, ok); s != "PENDING" {
+		t.Errorf("afterok dependent %s is %s, want PENDING (never satisfied)", ok, s)
+	}
+	if reason := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", ok, "-o", "%r")); reason != "DependencyNeverSatisfied" {
+		t.Errorf("afterok dependent's reason %q", reason)
+	}
+}
+
+// 3. Give way: a regular job submitted while pilots hold all nodes starts
+// within the give-way latency (grace + KillWait + one scheduling cycle);
+// the cancelled pilots' tasks are handed back and finish elsewhere.
+func TestGiveWay(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "long.sh", `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID attempt $GLEAN_ATTEMPT on $SLURMD_NODENAME"
+sleep 20
+`, 0o755)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-71", "-o", "long/%a.out", "long.sh")
+	cl.WaitFor(t, 60*time.Second, "pilots on all 24 nodes", func() bool {
+		return len(strings.Fields(cl.Run(t, "squeue", "-h", "-t", "R", "-p", "pilot", "-o", "%N"))) >= 24
+	})
+	submitted := time.Now()
+	regular := cl.Submit(t, "-N", "24", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3")
+	var started time.Time
+	cl.WaitFor(t, 90*time.Second, "the regular job to start", func() bool {
+		if s, _ := e.SlurmState(t, regular); s == "RUNNING" || s == "COMPLETED" {
+			started = time.Now()
+			return true
+		}
+		return false
+	})
+	latency := started.Sub(submitted)
+	limit := 10*time.Second + 5*time.Second + cl.BFInterval(t) // grace + KillWait + one cycle
+	t.Logf("regular job started %v after submission (give-way latency %v)", latency.Round(time.Millisecond), limit)
+	if latency > limit+2*time.Second { // polling and the round's own interval
+		t.Errorf("regular job started %v after submission, over the give-way latency %v", latency, limit)
+	}
+	r := e.WaitState(t, anchor, 4*time.Minute, spool.StateDone, spool.StateFailed)
+	if r.State != spool.StateDone {
+		t.Fatalf("record %s %+v", r.State, r.Tasks)
+	}
+	committed(t, e, anchor, 72)
+	gaveWay := 0
+	for _, ev := range e.TaskEvents(t, anchor) {
+		if ev.Reason == spool.ReasonGiveWay {
+			gaveWay++
+		}
+	}
+	if gaveWay == 0 {
+		t.Errorf("no attempt ended by give-way")
+	}
+	t.Logf("%d attempts handed back on give-way, all 72 tasks completed once", gaveWay)
+}
