@@ -197,33 +197,48 @@ func ensureUsers() error {
 // Start runs glean-helper as root and gleand as the glean user.
 func (e *Env) Start(tb testing.TB) {
 	tb.Helper()
-	start := func(name string, cred *syscall.Credential) *exec.Cmd {
+	if err := e.Launch(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Launch is Start for programs (make demo): it returns what went wrong.
+func (e *Env) Launch() error {
+	start := func(name string, cred *syscall.Credential) (*exec.Cmd, error) {
 		cmd := exec.Command(filepath.Join(e.Bin, name), "-config", e.Config)
 		cmd.Env = []string{"PATH=" + BasePath, "SLURM_CONF=" + e.C.Conf}
 		logf, err := os.OpenFile(filepath.Join(e.Dir, name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
-			tb.Fatal(err)
+			return nil, err
 		}
 		defer logf.Close()
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if cred != nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		}
-		if err := cmd.Start(); err != nil {
-			tb.Fatal(err)
-		}
-		return cmd
+		return cmd, cmd.Start()
 	}
 	if e.helper == nil {
-		e.helper = start("glean-helper", nil)
-		e.C.WaitFor(tb, 10*time.Second, "glean-helper's socket", func() bool {
+		h, err := start("glean-helper", nil)
+		if err != nil {
+			return err
+		}
+		e.helper = h
+		if err := slurmtest.Poll(10*time.Second, 50*time.Millisecond, func() bool {
 			st, err := os.Stat(e.Helper)
 			return err == nil && st.Mode()&os.ModeSocket != 0
-		})
+		}); err != nil {
+			return fmt.Errorf("glean-helper's socket did not appear: %v\n%s", err, e.Logs())
+		}
 	}
 	if e.daemon == nil {
-		e.daemon = start("gleand", &syscall.Credential{Uid: uint32(e.GleanUID), Gid: uint32(e.GleanGID)})
+		d, err := start("gleand", &syscall.Credential{Uid: uint32(e.GleanUID), Gid: uint32(e.GleanGID)})
+		if err != nil {
+			return err
+		}
+		e.daemon = d
 	}
+	return nil
 }
 
 // KillDaemon kills gleand with SIGKILL (crash tests); Start restarts it.
