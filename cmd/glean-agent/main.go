@@ -1,19 +1,200 @@
-// Command glean-agent runs inside a pilot and executes tasks. It arrives
-// with the execution-path issue; until then it only says so.
+// Command glean-agent runs an elastic job's tasks inside a pilot or a
+// shadow-array element, and the anchor's final run (sidecar/agent). It
+// runs as the job's owner:
+//
+//	glean-agent pilot  --job <uid>.<id> [--config path] [flags]
+//	glean-agent shadow --job <uid>.<id> [--config path] [flags]
+//	glean-agent anchor --job <uid>.<id> [--config path]
+//
+// pilot and shadow log to stderr and to the job's work directory
+// (logs/pilot-<SLURM_JOB_ID>.log, logs/shadow-<SLURM_JOB_ID>.log); they
+// exit 0 when they stopped as told (idle, finished, retired, stopped,
+// SIGTERM), 1 on an error. anchor writes the job's summary into the
+// user's -o file and exits with the job's exit code.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
+	"github.com/glean-hpc/glean/sidecar/agent"
 	"github.com/glean-hpc/glean/sidecar/cli"
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
+const usage = `usage: glean-agent pilot|shadow|anchor --job <uid>.<id> [--config path] [flags]
+       glean-agent version`
+
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd := os.Args[1]
+	switch cmd {
+	case "--version", "version":
 		fmt.Println("glean-agent", cli.Version)
 		return
+	case "pilot", "shadow", "anchor":
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
 	}
-	fmt.Fprintln(os.Stderr, "glean-agent: not implemented yet (execution-path issue #5)")
-	os.Exit(2)
+	fs := flag.NewFlagSet("glean-agent "+cmd, flag.ContinueOnError)
+	f := flags{cmd: cmd}
+	fs.StringVar(&f.job, "job", "", "the job: <uid>.<entry id>")
+	fs.StringVar(&f.config, "config", config.Path(), "site configuration")
+	if cmd != "anchor" {
+		fs.DurationVar(&f.idle, "idle", 30*time.Second, "exit after this long with nothing to take and nothing running")
+		fs.DurationVar(&f.grace, "grace", 0, "TERM -> KILL grace for the tasks (0: policy.grace), capped at kill-wait - 5s")
+		fs.DurationVar(&f.killWait, "kill-wait", 30*time.Second, "Slurm's KillWait: the agent must exit before it")
+		fs.DurationVar(&f.heartbeat, "heartbeat", 5*time.Second, "lease heartbeat interval")
+		fs.DurationVar(&f.poll, "poll", time.Second, "control and take polling interval")
+	}
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		os.Exit(2)
+	}
+	if f.job == "" || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code, err := run(ctx, f, log)
+	stop()
+	if err != nil {
+		log.Error("glean-agent "+cmd, "err", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+type flags struct {
+	cmd, job, config                       string
+	idle, grace, killWait, heartbeat, poll time.Duration
+}
+
+func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
+	uid, id, err := agent.ParseJobArg(f.job)
+	if err != nil {
+		return 2, err
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return 1, err
+	}
+	sp := &spool.Spool{Dir: cfg.Spool.Dir, MaxEntryBytes: cfg.Spool.MaxEntryBytes, MaxScriptBytes: cfg.Spool.MaxScriptBytes}
+	if f.cmd == "anchor" {
+		return anchor(sp, uid, id)
+	}
+
+	job, err := agent.LoadJob(sp, uid, id, os.Getuid())
+	if err != nil {
+		return 1, err
+	}
+	work, err := sp.OpenWork(uid, id)
+	if err != nil {
+		return 1, err
+	}
+	pilot := os.Getenv("SLURM_JOB_ID")
+	if lf, err := openLog(work, f.cmd, pilot); err == nil {
+		defer lf.Close()
+		log = slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, lf), nil))
+	} else {
+		log.Warn("the agent's log file", "err", err)
+	}
+	grace := f.grace
+	if grace <= 0 {
+		grace = cfg.Policy.Grace.Duration
+	}
+	if f.killWait > 5*time.Second {
+		grace = min(grace, f.killWait-5*time.Second)
+	}
+	end, err := agent.AllocationEnd(ctx, os.Getenv, &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration})
+	if err != nil {
+		log.Warn("the allocation's end is unknown: every task is started", "err", err)
+	}
+	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
+	a := agent.New(job, work, agent.Options{
+		Shadow:    f.cmd == "shadow",
+		Pilot:     pilot,
+		Node:      nodeName(),
+		Env:       os.Environ(),
+		End:       end,
+		Capacity:  agent.NodeCapacity(os.Getenv),
+		Grace:     grace,
+		Heartbeat: f.heartbeat,
+		Poll:      f.poll,
+		Idle:      f.idle,
+		Log:       log,
+	})
+	if _, err := a.Run(ctx); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+// anchor writes the ended job's summary and returns its exit code.
+func anchor(sp *spool.Spool, uid int, id string) (int, error) {
+	rec, err := agent.ReadRecord(sp, uid, id, os.Getuid())
+	if err != nil {
+		return 1, err
+	}
+	entry := rec.Entry
+	if entry == nil {
+		// Refused before its entry validated: the owner's own entry still
+		// says where the output goes (best effort).
+		entry, _ = sp.ReadOwnEntry(uid, id)
+	}
+	var events []spool.TaskEvent
+	if recs, err := sp.OpenRecords(); err == nil {
+		events, _ = recs.TaskEvents(spool.RecordName(uid, id))
+		recs.Close()
+	}
+	user := rec.User
+	if entry != nil && user == "" {
+		user = entry.User
+	}
+	s := agent.Summarize(rec, entry, events, user, os.Getenv("SLURM_JOB_ID"), nodeName())
+	if err := agent.WriteSummary(s, os.Stdout); err != nil {
+		fmt.Fprint(os.Stderr, s.Text)
+		return s.Exit, fmt.Errorf("writing the summary to %s: %w", s.Path, err)
+	}
+	return s.Exit, nil
+}
+
+// openLog opens the agent's log in the job's work directory.
+func openLog(w *spool.Work, mode, pilot string) (*os.File, error) {
+	if pilot == "" {
+		pilot = fmt.Sprintf("pid%d", os.Getpid())
+	}
+	if strings.ContainsRune(pilot, '/') {
+		return nil, errors.New("bad SLURM_JOB_ID")
+	}
+	return os.OpenFile(filepath.Join(w.Dir, spool.LogsDir, mode+"-"+pilot+".log"),
+		os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
+}
+
+// nodeName is this node's short name as Slurm knows it.
+func nodeName() string {
+	if n := os.Getenv("SLURMD_NODENAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	h, _, _ = strings.Cut(h, ".")
+	return h
 }

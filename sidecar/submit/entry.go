@@ -382,24 +382,7 @@ func captureEnv(env []string, export string) ([]byte, error) {
 		}
 		out[k] = v
 	}
-	all := false
-	var named []string
-	switch strings.ToUpper(export) {
-	case "ALL", "":
-		all = true
-	case "NONE", "NIL":
-	default:
-		for _, item := range strings.Split(export, ",") {
-			switch {
-			case strings.EqualFold(item, "ALL"):
-				all = true
-			case strings.EqualFold(item, "NONE") || strings.EqualFold(item, "NIL"):
-			case item == "":
-			default:
-				named = append(named, item)
-			}
-		}
-	}
+	all, named := spool.ParseExport(export)
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

@@ -1,0 +1,332 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// Options configure one agent.
+type Options struct {
+	Shadow    bool          // a shadow-array element: exit at once if the first take finds nothing
+	Pilot     string        // SLURM_JOB_ID of this pilot or shadow element (results, %j, retire)
+	Node      string        // this node's short name (results, %N)
+	Env       []string      // the agent's own environment (the pilot's SLURM_* variables)
+	End       time.Time     // the allocation's end; zero = unknown
+	Capacity  Capacity      // what the agent may use of the node
+	Grace     time.Duration // TERM -> KILL on stop, and the margin before End
+	Heartbeat time.Duration // lease heartbeats (default 5 s)
+	Poll      time.Duration // control and take polling (default 1 s)
+	Idle      time.Duration // exit after this long with nothing to take and nothing running (default 30 s)
+	Reap      time.Duration // after KILL, how long to wait for a task to go (default 5 s)
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// Agent runs one job's tasks on one node.
+type Agent struct {
+	opt    Options
+	ctx    context.Context
+	job    *Job
+	work   *spool.Work
+	order  []int
+	demand Demand
+	script string // the private copy of the job script
+
+	running map[int]*proc
+	done    chan exited
+	hist    *history
+	jOff    int64
+
+	retiring   bool
+	taken      int // tasks this agent took
+	notStarted int // consecutive attempts that could not be started
+}
+
+// Why Run ended, for the log and the tests.
+const (
+	EndFinished = "job finished" // nothing remains on the record
+	EndIdle     = "idle"         // nothing to take for the idle timeout
+	EndNoWork   = "no work"      // shadow element: nothing to take at start
+	EndNoTime   = "no time"      // no task fits before the allocation's end
+	EndRetired  = "retired"      // the daemon asked this pilot to retire
+	EndStopped  = "stopped"      // the daemon stopped the job
+	EndSignaled = "terminated"   // SIGTERM (ctx cancelled)
+	EndFailed   = "agent failed" // the spool or the script failed under the agent
+	endNone     = ""
+)
+
+const (
+	defaultBeat = 5 * time.Second
+	defaultIdle = 30 * time.Second
+	defaultReap = 5 * time.Second
+	defaultPoll = time.Second
+	maxDone     = 4096 // buffered ends: a waiting goroutine never blocks on a gone loop
+	attemptHex  = 8    // random bytes of an attempt id (16 hex digits)
+	maxNotStart = 3    // consecutive attempts not started before the agent gives up
+)
+
+// New prepares an agent for job on work.
+func New(job *Job, work *spool.Work, opt Options) *Agent {
+	if opt.Heartbeat <= 0 {
+		opt.Heartbeat = defaultBeat
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = defaultPoll
+	}
+	if opt.Idle <= 0 {
+		opt.Idle = defaultIdle
+	}
+	if opt.Reap <= 0 {
+		opt.Reap = defaultReap
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Capacity.CPUs < 1 {
+		opt.Capacity.CPUs = 1
+	}
+	return &Agent{opt: opt, job: job, work: work, order: job.Order(), demand: TaskDemand(job.Entry.Resources),
+		running: map[int]*proc{}, done: make(chan exited, maxDone), hist: newHistory()}
+}
+
+// Run takes and runs tasks until the job is finished, nothing is left to
+// take for the idle timeout, the daemon retires or stops this agent, or ctx
+// is cancelled (SIGTERM): then every running task gets TERM, the grace,
+// KILL, and its result. Every lease taken ends in a result or a release.
+// It returns why it ended; the error is for a spool that failed under it.
+func (a *Agent) Run(ctx context.Context) (string, error) {
+	path, cleanup, err := privateScript(a.job.Script)
+	if err != nil {
+		return EndFailed, fmt.Errorf("private copy of the job script: %w", err)
+	}
+	defer cleanup()
+	a.script = path
+	a.ctx = ctx
+	log := a.opt.Log
+	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
+		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
+		"task_mem_mb", a.demand.MemMB, "end", a.opt.End, "shadow", a.opt.Shadow)
+
+	tick := time.NewTicker(a.opt.Poll)
+	defer tick.Stop()
+	var idleSince time.Time
+	first := true
+	for {
+		now := a.opt.Now()
+		if ctx.Err() != nil {
+			return a.stopAll(EndSignaled), nil
+		}
+		c, err := a.work.Control()
+		if err != nil {
+			log.Warn("reading the control file", "err", err)
+		}
+		if c.Stop {
+			return a.stopAll(EndStopped), nil
+		}
+		if !a.retiring && a.opt.Pilot != "" && slices.Contains(c.Retire, a.opt.Pilot) {
+			log.Info("retiring: finishing the running tasks, taking no more", "running", len(a.running))
+			a.retiring = true
+		}
+		a.heartbeat(now)
+
+		why := endNone
+		if !a.retiring {
+			if why, err = a.dispatch(now); err != nil {
+				log.Error("taking a task", "err", err)
+			}
+		}
+		if len(a.running) == 0 {
+			if a.retiring {
+				return a.end(EndRetired), nil
+			}
+			if n, err := a.work.Remaining(a.order); err == nil && n == 0 {
+				return a.end(EndFinished), nil
+			}
+			if why == EndNoTime {
+				return a.end(EndNoTime), nil
+			}
+			if first && a.opt.Shadow && a.taken == 0 {
+				return a.end(EndNoWork), nil
+			}
+			if a.notStarted >= maxNotStart {
+				return a.end(EndFailed), errors.New("tasks could not be started; see the results")
+			}
+			if idleSince.IsZero() {
+				idleSince = now
+			} else if now.Sub(idleSince) >= a.opt.Idle {
+				return a.end(EndIdle), nil
+			}
+		} else {
+			idleSince = time.Time{}
+		}
+		first = false
+
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		case e := <-a.done:
+			a.finish(e)
+		}
+	}
+}
+
+func (a *Agent) end(why string) string {
+	a.opt.Log.Info("agent ending", "why", why, "took", a.taken)
+	return why
+}
+
+// dispatch starts tasks while the node has room and a task fits in the
+// time left. It returns EndNoTime when none fits.
+func (a *Agent) dispatch(now time.Time) (string, error) {
+	for a.notStarted < maxNotStart && CanStart(a.opt.Capacity, a.demand, len(a.running)) {
+		if err := a.readJournal(); err != nil {
+			return endNone, err
+		}
+		est := Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)
+		if !Fits(now, a.opt.End, a.opt.Grace, est) {
+			return EndNoTime, nil
+		}
+		if t := a.throttle(); t > 0 {
+			if n, err := a.work.Leases(); err == nil && n >= t {
+				return endNone, nil
+			}
+		}
+		attempt := newAttempt()
+		task, err := a.work.Take(a.order, spool.Lease{Attempt: attempt, Pilot: a.opt.Pilot, Node: a.opt.Node,
+			PID: os.Getpid(), Started: now})
+		if errors.Is(err, spool.ErrNoTask) {
+			return endNone, nil
+		}
+		if err != nil {
+			return endNone, err
+		}
+		a.taken++
+		n := a.hist.attempts[task] + 1
+		p, err := a.launch(task, n, attempt, now)
+		if err != nil {
+			a.notStarted++
+			a.opt.Log.Warn("task not started", "task", task, "attempt", attempt, "err", err)
+			a.report(spool.Result{Task: task, Attempt: attempt, Start: now, End: now,
+				Outcome: spool.OutcomeNotStarted, Exit: 127, Detail: err.Error()})
+			continue
+		}
+		a.notStarted = 0
+		a.running[task] = p
+		a.opt.Log.Info("task started", "task", task, "attempt", attempt, "try", n, "pid", p.pid)
+	}
+	return endNone, nil
+}
+
+// throttle is the array's %k: the cap on concurrently running tasks.
+func (a *Agent) throttle() int {
+	if a.job.Entry.Array == nil {
+		return 0
+	}
+	return a.job.Entry.Array.Throttle
+}
+
+func (a *Agent) readJournal() error {
+	evs, off, err := a.work.TaskEventsFrom(a.jOff)
+	a.jOff = off
+	a.hist.add(evs)
+	return err
+}
+
+func (a *Agent) heartbeat(now time.Time) {
+	for _, p := range a.running {
+		if now.Sub(p.beat) < a.opt.Heartbeat {
+			continue
+		}
+		if err := a.work.Heartbeat(p.task, now); err != nil {
+			a.opt.Log.Warn("heartbeat", "task", p.task, "err", err)
+			continue
+		}
+		p.beat = now
+	}
+}
+
+// finish writes an ended attempt's result.
+func (a *Agent) finish(e exited) {
+	p := e.p
+	delete(a.running, p.task)
+	// scancel and Slurm's time limit signal the tasks too: one that ends
+	// while the agent is being stopped was stopped with it.
+	out, exit, sig := outcome(e.state, e.err, p.signaled || a.ctx.Err() != nil)
+	r := spool.Result{Task: p.task, Attempt: p.attempt, Start: p.start, End: e.end,
+		Outcome: out, Exit: exit, Signal: sig}
+	if e.state == nil && e.err != nil {
+		r.Detail = e.err.Error()
+	}
+	a.opt.Log.Info("task ended", "task", p.task, "attempt", p.attempt, "outcome", out, "exit", exit,
+		"signal", sig, "runtime", e.end.Sub(p.start).Round(time.Millisecond))
+	a.report(r)
+}
+
+// report writes a result; if that fails the lease is released so the task
+// is not lost (the daemon then runs it again).
+func (a *Agent) report(r spool.Result) {
+	r.Pilot, r.Node = a.opt.Pilot, a.opt.Node
+	if err := a.work.Finish(r); err != nil {
+		a.opt.Log.Error("writing the result; releasing the lease", "task", r.Task, "attempt", r.Attempt, "err", err)
+		if err := a.work.Release(r.Task); err != nil {
+			a.opt.Log.Error("releasing the lease", "task", r.Task, "err", err)
+		}
+	}
+}
+
+// stopAll sends TERM to every task's process group, waits up to the
+// grace, KILLs what is left, and writes every result.
+func (a *Agent) stopAll(why string) string {
+	log := a.opt.Log
+	if len(a.running) > 0 {
+		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "grace", a.opt.Grace)
+	}
+	for _, p := range a.running {
+		p.signaled = true
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	}
+	grace := time.NewTimer(a.opt.Grace)
+	defer grace.Stop()
+	var reap <-chan time.Time
+	for len(a.running) > 0 {
+		select {
+		case e := <-a.done:
+			a.finish(e)
+		case <-grace.C:
+			for _, p := range a.running {
+				log.Warn("task did not end within the grace: SIGKILL", "task", p.task, "pid", p.pid)
+				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			}
+			reap = time.After(a.opt.Reap)
+		case <-reap:
+			for _, p := range a.running {
+				log.Error("task not reaped after SIGKILL; handing it back", "task", p.task, "pid", p.pid)
+				delete(a.running, p.task)
+				a.report(spool.Result{Task: p.task, Attempt: p.attempt, Start: p.start, End: a.opt.Now(),
+					Outcome: spool.OutcomeHandedBack, Detail: "not reaped after SIGKILL"})
+			}
+		}
+	}
+	return a.end(why)
+}
+
+func newAttempt() string {
+	var b [attemptHex]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}

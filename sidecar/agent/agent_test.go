@@ -1,0 +1,416 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// Two agents share a job of 20 tasks with a daemon committing results:
+// every task runs exactly once, every output file holds what its task
+// printed, and both agents end when the job is finished.
+func TestTwoAgentsRunEveryTaskOnce(t *testing.T) {
+	const n = 20
+	f := newFixture(t, n, "#!/bin/sh\necho \"task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID on $SLURM_JOB_ID\"\necho oops >&2\n", nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	f.commit(ctx, &wg)
+	a1 := runAgent(t, context.Background(), f.agent("101", 2, nil))
+	a2 := runAgent(t, context.Background(), f.agent("102", 3, nil))
+	why1, why2 := a1(), a2()
+	cancel()
+	wg.Wait()
+	if why1 != EndFinished || why2 != EndFinished {
+		t.Errorf("agents ended %q, %q; want %q", why1, why2, EndFinished)
+	}
+	runs := map[int]int{}
+	for _, ev := range f.events() {
+		runs[ev.Index]++
+		if ev.Reason != spool.ReasonCompleted {
+			t.Errorf("task %d: %s", ev.Index, ev.Reason)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if runs[i] != 1 {
+			t.Errorf("task %d ran %d times", i, runs[i])
+		}
+		got := readFile(t, filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_%d.out", testAnchor, i)))
+		var pilot string
+		if _, err := fmt.Sscanf(got, "task "+strconv.Itoa(i)+" of "+testAnchor+" on %s\noops\n", &pilot); err != nil || (pilot != "101" && pilot != "102") {
+			t.Errorf("task %d printed %q", i, got)
+		}
+	}
+}
+
+// On SIGTERM (ctx cancelled) a task that traps TERM and exits 99 is
+// checkpointed; one that ignores TERM is killed after the grace and
+// handed back. No lease is left.
+func TestTermCheckpointAndHandBack(t *testing.T) {
+	ready := t.TempDir()
+	script := `#!/bin/sh
+if [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then trap 'exit 99' TERM; else trap '' TERM; fi
+touch "$READY/$SLURM_ARRAY_TASK_ID"
+while :; do sleep 0.05; done
+`
+	f := newFixture(t, 2, script, []string{"READY=" + ready}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := runAgent(t, ctx, f.agent("7", 2, func(o *Options) { o.Grace = 300 * time.Millisecond }))
+	waitFor(t, "both tasks ready", func() bool {
+		_, e0 := os.Stat(filepath.Join(ready, "0"))
+		_, e1 := os.Stat(filepath.Join(ready, "1"))
+		return e0 == nil && e1 == nil
+	})
+	start := time.Now()
+	cancel()
+	if why := wait(); why != EndSignaled {
+		t.Errorf("ended %q, want %q", why, EndSignaled)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the agent took %v to stop", d)
+	}
+	res := f.results()
+	sort.Slice(res, func(i, j int) bool { return res[i].Task < res[j].Task })
+	if len(res) != 2 {
+		t.Fatalf("results: %+v", res)
+	}
+	if r := res[0]; r.Outcome != spool.OutcomeCheckpointed || r.Exit != spool.CheckpointExit {
+		t.Errorf("task 0: %+v, want checkpointed exit 99", r)
+	}
+	if r := res[1]; r.Outcome != spool.OutcomeHandedBack || r.Signal != 9 || r.Exit != 137 {
+		t.Errorf("task 1: %+v, want handed-back after SIGKILL", r)
+	}
+	for _, r := range res {
+		if r.Pilot != "7" || r.Node != "node1" || len(r.Attempt) != 16 || !r.End.After(r.Start) {
+			t.Errorf("result fields: %+v", r)
+		}
+	}
+}
+
+// The daemon's stop makes the agent TERM its tasks and hand them back; a
+// task killed by a signal the agent did not send is "signaled"; a failing
+// task is "exited" with its code.
+func TestStopSignaledExited(t *testing.T) {
+	ready := t.TempDir()
+	script := `#!/bin/sh
+case $SLURM_ARRAY_TASK_ID in
+0) exit 3 ;;
+1) kill -USR1 $$ ;;
+esac
+touch "$READY/$SLURM_ARRAY_TASK_ID"
+while :; do sleep 0.05; done
+`
+	f := newFixture(t, 3, script, []string{"READY=" + ready}, nil)
+	wait := runAgent(t, context.Background(), f.agent("8", 3, nil))
+	waitFor(t, "task 2 running", func() bool { _, err := os.Stat(filepath.Join(ready, "2")); return err == nil })
+	waitFor(t, "results of tasks 0 and 1", func() bool {
+		ws, _ := f.sp.ScanWork(f.uid, f.id)
+		return len(ws.Results) == 2
+	})
+	if err := f.recs.PutControl(f.rec, spool.Control{Stop: true}); err != nil {
+		t.Fatal(err)
+	}
+	if why := wait(); why != EndStopped {
+		t.Errorf("ended %q, want %q", why, EndStopped)
+	}
+	got := map[int]spool.Result{}
+	for _, r := range f.results() {
+		got[r.Task] = r
+	}
+	if r := got[0]; r.Outcome != spool.OutcomeExited || r.Exit != 3 {
+		t.Errorf("task 0: %+v", r)
+	}
+	if r := got[1]; r.Outcome != spool.OutcomeSignaled || r.Signal != 10 || r.Exit != 138 {
+		t.Errorf("task 1: %+v", r)
+	}
+	if r := got[2]; r.Outcome != spool.OutcomeHandedBack || r.Signal != 15 {
+		t.Errorf("task 2: %+v", r)
+	}
+}
+
+// A retired pilot takes no more tasks and ends when its task ends.
+func TestRetire(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+touch "$DIR/started.$SLURM_ARRAY_TASK_ID"
+while [ ! -e "$DIR/go" ]; do sleep 0.01; done
+`
+	f := newFixture(t, 5, script, []string{"DIR=" + dir}, nil)
+	wait := runAgent(t, context.Background(), f.agent("9", 1, nil))
+	waitFor(t, "task 0 started", func() bool { _, err := os.Stat(filepath.Join(dir, "started.0")); return err == nil })
+	if err := f.recs.PutControl(f.rec, spool.Control{Retire: []string{"5", "9"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A heartbeat stamped after the control was written comes from a
+	// loop round that read it (each round reads the control, then beats).
+	written := time.Now()
+	w := f.work()
+	waitFor(t, "a heartbeat after the retire", func() bool {
+		st, err := os.Stat(w.LeasePath(0))
+		return err == nil && st.ModTime().After(written)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := wait(); why != EndRetired {
+		t.Errorf("ended %q, want %q", why, EndRetired)
+	}
+	if res := f.results(); len(res) != 1 || res[0].Task != 0 || res[0].Outcome != spool.OutcomeExited {
+		t.Errorf("results %+v, want task 0 only", res)
+	}
+}
+
+// A shadow element that finds nothing to take exits at once; a pilot
+// waits for the idle timeout.
+func TestShadowExitsWithoutWork(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+	// The one task is in flight elsewhere: its lease exists.
+	if _, err := f.work().Take([]int{0}, spool.Lease{Attempt: "x", Pilot: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if why := runAgent(t, context.Background(), f.agent("11", 1, func(o *Options) { o.Shadow = true; o.Idle = time.Hour }))(); why != EndNoWork {
+		t.Errorf("shadow ended %q, want %q", why, EndNoWork)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("shadow took %v", d)
+	}
+	if why := runAgent(t, context.Background(), f.agent("12", 1, nil))(); why != EndIdle {
+		t.Errorf("pilot ended %q, want %q", why, EndIdle)
+	}
+}
+
+// A task whose output file cannot be opened is reported not-started, and
+// after a few such the agent gives up rather than burn every task.
+func TestNotStarted(t *testing.T) {
+	f := newFixture(t, 10, "#!/bin/sh\nexit 0\n", nil, func(e *spool.Entry) { e.Output = "/nonexistent/dir/out-%a" })
+	why, err := f.agent("13", 1, nil).Run(context.Background())
+	if why != EndFailed || err == nil {
+		t.Errorf("ended %q, %v; want %q and an error", why, err, EndFailed)
+	}
+	res := f.results()
+	if len(res) != maxNotStart {
+		t.Fatalf("%d results, want %d", len(res), maxNotStart)
+	}
+	for _, r := range res {
+		if r.Outcome != spool.OutcomeNotStarted || !strings.Contains(r.Detail, "output file") {
+			t.Errorf("result %+v", r)
+		}
+	}
+}
+
+// No task starts when it would not end before the allocation's end minus
+// the grace.
+func TestNoTimeLeft(t *testing.T) {
+	f := newFixture(t, 2, "#!/bin/sh\nexit 0\n", nil, func(e *spool.Entry) { e.Resources.TimeLimit = 10 })
+	why := runAgent(t, context.Background(), f.agent("14", 1, func(o *Options) { o.End = time.Now().Add(5 * time.Minute) }))()
+	if why != EndNoTime {
+		t.Errorf("ended %q, want %q", why, EndNoTime)
+	}
+	if res := f.results(); len(res) != 0 {
+		t.Errorf("results %+v", res)
+	}
+}
+
+// Tasks of 2 CPUs on 4 CPUs run two at a time, never three.
+func TestPackingRunsTwoAtATime(t *testing.T) {
+	script := `#!/bin/sh
+date +%s.%N
+sleep 0.3
+date +%s.%N
+`
+	f := newFixture(t, 6, script, nil, func(e *spool.Entry) {
+		e.Resources = spool.Resources{CPUsPerTask: 2, NTasks: 1, CPUs: 2}
+	})
+	if why := runAgent(t, context.Background(), f.agent("15", 4, nil))(); why != EndIdle {
+		t.Errorf("ended %q", why)
+	}
+	type ev struct {
+		t     float64
+		delta int
+	}
+	var evs []ev
+	for i := 0; i < 6; i++ {
+		lines := strings.Fields(readFile(t, filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_%d.out", testAnchor, i))))
+		if len(lines) != 2 {
+			t.Fatalf("task %d printed %q", i, lines)
+		}
+		s, _ := strconv.ParseFloat(lines[0], 64)
+		e, _ := strconv.ParseFloat(lines[1], 64)
+		evs = append(evs, ev{s, 1}, ev{e, -1})
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].t < evs[j].t || evs[i].t == evs[j].t && evs[i].delta < evs[j].delta })
+	cur, peak := 0, 0
+	for _, e := range evs {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	if peak != 2 {
+		t.Errorf("peak concurrency %d, want 2", peak)
+	}
+}
+
+// The task's real environment: no SLURM_SPANK_*, the array values, the
+// pilot's SLURM_JOB_ID, GLEAN_ATTEMPT counted from the journal; --export=NONE
+// keeps only SLURM_* of the captured environment. Also the working
+// directory, stdin from /dev/null and -o/-e files.
+func TestTaskEnvironmentExec(t *testing.T) {
+	script := "#!/bin/sh\nenv\npwd >&2\ncat\n"
+	captured := []string{"FOO=bar", "SLURM_SPANK_GLEAN=x", "SLURM_CONF=/etc/slurm.conf", "PATH=/usr/bin:/bin"}
+	for _, export := range []string{"ALL", "NONE"} {
+		t.Run(export, func(t *testing.T) {
+			f := newFixture(t, 4, script, captured, func(e *spool.Entry) {
+				e.Export = export
+				e.Array = &spool.Array{Ranges: []spool.Range{{Start: 3, End: 9, Step: 2}}}
+				e.Error = "err-%j-%a.txt"
+				e.Output = "out-%x-%a.txt"
+			})
+			// Task 3 was handed back once before.
+			ev := spool.TaskEvent{Index: 3, Attempt: "old", Reason: spool.ReasonHandBack}
+			if err := f.recs.Journal(f.rec, spool.Event{Event: "task", Task: &ev}); err != nil {
+				t.Fatal(err)
+			}
+			a := f.agent("555", 1, func(o *Options) {
+				o.Env = []string{"SLURM_JOB_ID=555", "SLURM_SPANK_OTHER=1", "SLURM_ARRAY_TASK_ID=77", "HOME=/pilot", "SLURM_NODELIST=n1"}
+			})
+			if why := runAgent(t, context.Background(), a)(); why != EndIdle {
+				t.Errorf("ended %q", why)
+			}
+			env := map[string]string{}
+			for _, l := range strings.Split(readFile(t, filepath.Join(f.cwd, "out-myjob-3.txt")), "\n") {
+				if k, v, ok := strings.Cut(l, "="); ok {
+					env[k] = v
+				}
+			}
+			want := map[string]string{"SLURM_ARRAY_JOB_ID": testAnchor, "SLURM_ARRAY_TASK_ID": "3",
+				"SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "3", "SLURM_ARRAY_TASK_MAX": "9",
+				"SLURM_ARRAY_TASK_STEP": "2", "SLURM_JOB_ID": "555", "SLURM_NODELIST": "n1", "GLEAN_TASK_ID": "3",
+				"GLEAN_ATTEMPT": "2", "GLEAN_JOB": testAnchor, "SLURM_JOB_NAME": "myjob", "SLURM_CONF": "/etc/slurm.conf"}
+			if export == "ALL" {
+				want["FOO"] = "bar"
+			}
+			for k, v := range want {
+				if env[k] != v {
+					t.Errorf("%s=%q, want %q", k, env[k], v)
+				}
+			}
+			for k := range env {
+				if strings.Contains(k, "SPANK") || (export == "NONE" && (k == "FOO" || k == "PATH")) || k == "HOME" {
+					t.Errorf("%s leaked into the task", k)
+				}
+			}
+			if got := readFile(t, filepath.Join(f.cwd, "err-555-3.txt")); got != f.cwd+"\n" {
+				t.Errorf("stderr %q, want the working directory", got)
+			}
+		})
+	}
+}
+
+func TestTaskEnvList(t *testing.T) {
+	j := &Job{Entry: &spool.Entry{Anchor: "1", Name: "n", Cwd: "/w", Export: "ALL,FOO=1,BAR",
+		Array: &spool.Array{Ranges: []spool.Range{{Start: 0, End: 0, Step: 1}, {Start: 5, End: 6, Step: 1}}}},
+		Env: []string{"FOO=1", "BAR=2", "SLURM_X=3"}}
+	env := TaskEnv(j, nil, TaskVars{Task: 5, Attempt: 1})
+	for _, want := range []string{"FOO=1", "BAR=2", "SLURM_X=3", "SLURM_ARRAY_TASK_STEP=1", "SLURM_ARRAY_TASK_COUNT=3", "ENVIRONMENT=BATCH"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("%s missing from %q", want, env)
+		}
+	}
+	j.Entry.Export = "BAR"
+	env = TaskEnv(j, nil, TaskVars{Task: 5, Attempt: 1})
+	if slices.Contains(env, "FOO=1") || !slices.Contains(env, "BAR=2") || !slices.Contains(env, "SLURM_X=3") {
+		t.Errorf("--export=BAR gave %q", env)
+	}
+	j.Entry.Array = nil
+	env = TaskEnv(j, nil, TaskVars{Task: 0, Attempt: 1})
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "SLURM_ARRAY_") {
+			t.Errorf("%s set for a job without an array", kv)
+		}
+	}
+}
+
+// The data-folder form: glean_items gets GLEAN_ITEMS and GLEAN_BATCH.
+func TestItemsEnv(t *testing.T) {
+	f := newFixture(t, 2, "#!/bin/sh\n. \"$GLEAN_SH\"\nglean_items\n", []string{"GLEAN_SH=" + gleanSh(t)}, func(e *spool.Entry) {
+		e.Items = &spool.Items{Dir: "/data", Batch: 2, Count: 3}
+	})
+	if err := os.WriteFile(filepath.Join(f.sp.IncomingPath(f.uid, f.id), spool.ItemsFile), []byte("a\nb\nc\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, context.Background(), f.agent("16", 2, nil))()
+	for i, want := range []string{"a\nb\n", "c\n"} {
+		if got := readFile(t, filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_%d.out", testAnchor, i))); got != want {
+			t.Errorf("task %d items %q, want %q", i, got, want)
+		}
+	}
+}
+
+func gleanSh(t *testing.T) string {
+	p, err := filepath.Abs("../../wrappers/glean.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// open_mode=append keeps earlier output; truncate (the default) does not;
+// a task's second attempt appends whatever the mode.
+func TestOpenMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode    string
+		attempt bool
+		want    string
+	}{{"", false, "new\n"}, {"append", false, "old\nnew\n"}, {"truncate", true, "old\nnew\n"}} {
+		t.Run(fmt.Sprint(tc.mode, tc.attempt), func(t *testing.T) {
+			f := newFixture(t, 1, "#!/bin/sh\necho new\n", nil, func(e *spool.Entry) { e.OpenMode = tc.mode })
+			out := filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_0.out", testAnchor))
+			if err := os.WriteFile(out, []byte("old\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.attempt {
+				ev := spool.TaskEvent{Index: 0, Attempt: "a", Reason: spool.ReasonHandBack}
+				if err := f.recs.Journal(f.rec, spool.Event{Event: "task", Task: &ev}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runAgent(t, context.Background(), f.agent("17", 1, nil))()
+			if got := readFile(t, out); got != tc.want {
+				t.Errorf("output %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Heartbeats move the lease's mtime while a task runs.
+func TestHeartbeat(t *testing.T) {
+	dir := t.TempDir()
+	f := newFixture(t, 1, "#!/bin/sh\nwhile [ ! -e \"$DIR/go\" ]; do sleep 0.01; done\n", []string{"DIR=" + dir}, nil)
+	wait := runAgent(t, context.Background(), f.agent("18", 1, nil))
+	w := f.work()
+	var first time.Time
+	waitFor(t, "the lease", func() bool {
+		st, err := os.Stat(w.LeasePath(0))
+		if err == nil {
+			first = st.ModTime()
+		}
+		return err == nil
+	})
+	waitFor(t, "a heartbeat", func() bool {
+		st, err := os.Stat(w.LeasePath(0))
+		return err == nil && st.ModTime().After(first)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+}

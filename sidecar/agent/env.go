@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// TaskVars are what one attempt's environment says about it.
+type TaskVars struct {
+	Task    int
+	Attempt int // 1-based
+}
+
+// TaskEnv builds a task's environment as slurmd would build an array
+// element's: the captured environment under --export (ALL; NONE: only
+// SLURM_*; a list: SLURM_*, the named variables and NAME=value items), then
+// the pilot's own SLURM_* job variables (so srun inside the task runs as a
+// step of the pilot) with the job's name and submit directory, the
+// SLURM_ARRAY_* values of the task as plain Slurm sets them, and glean's
+// GLEAN_* variables. No SLURM_SPANK_* variable reaches a task, neither the
+// submission's nor the pilot's.
+func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
+	e := newEnvBuilder()
+	keep := exportFilter(j.Entry.Export)
+	for _, kv := range j.Env {
+		k, val, _ := strings.Cut(kv, "=")
+		if keep(k) && !strings.HasPrefix(k, "SLURM_ARRAY_") {
+			e.set(k, val)
+		}
+	}
+	for _, kv := range agentEnv {
+		k, val, _ := strings.Cut(kv, "=")
+		if (strings.HasPrefix(k, "SLURM_") || k == "SLURMD_NODENAME") && !strings.HasPrefix(k, "SLURM_ARRAY_") {
+			e.set(k, val)
+		}
+	}
+	e.del(func(k string) bool {
+		return strings.HasPrefix(k, "SLURM_SPANK_") || strings.HasPrefix(k, "_SLURM_SPANK_")
+	})
+	e.set("ENVIRONMENT", "BATCH")
+	e.set("SLURM_JOB_NAME", j.Entry.Name)
+	e.set("SLURM_SUBMIT_DIR", j.Entry.Cwd)
+	if hasOption(j.Entry, "cpus-per-task") {
+		e.set("SLURM_CPUS_PER_TASK", strconv.Itoa(j.Entry.Resources.CPUsPerTask))
+	}
+	if a := j.Entry.Array; a != nil {
+		idx := j.Entry.TaskIndices()
+		e.set("SLURM_ARRAY_JOB_ID", j.Entry.Anchor)
+		e.set("SLURM_ARRAY_TASK_ID", strconv.Itoa(v.Task))
+		e.set("SLURM_ARRAY_TASK_COUNT", strconv.Itoa(len(idx)))
+		e.set("SLURM_ARRAY_TASK_MIN", strconv.Itoa(idx[0]))
+		e.set("SLURM_ARRAY_TASK_MAX", strconv.Itoa(idx[len(idx)-1]))
+		e.set("SLURM_ARRAY_TASK_STEP", strconv.Itoa(arrayStep(idx)))
+	}
+	e.set("GLEAN_JOB", j.Entry.Anchor)
+	e.set("GLEAN_TASK_ID", strconv.Itoa(v.Task))
+	e.set("GLEAN_ATTEMPT", strconv.Itoa(v.Attempt))
+	if it := j.Entry.Items; it != nil && j.ItemsPath != "" {
+		e.set("GLEAN_ITEMS", j.ItemsPath)
+		e.set("GLEAN_BATCH", strconv.Itoa(it.Batch))
+	}
+	return e.list()
+}
+
+// exportFilter says which captured variables --export lets through.
+func exportFilter(export string) func(string) bool {
+	all, items := spool.ParseExport(export)
+	named := map[string]bool{}
+	for _, item := range items {
+		k, _, _ := strings.Cut(item, "=")
+		named[k] = true
+	}
+	return func(k string) bool { return all || named[k] || strings.HasPrefix(k, "SLURM_") }
+}
+
+// arrayStep is SLURM_ARRAY_TASK_STEP: the common difference of the
+// indices, 1 when they are not evenly spaced (or there is one).
+func arrayStep(idx []int) int {
+	if len(idx) < 2 {
+		return 1
+	}
+	step := idx[1] - idx[0]
+	for i := 2; i < len(idx); i++ {
+		if idx[i]-idx[i-1] != step {
+			return 1
+		}
+	}
+	return step
+}
+
+func hasOption(e *spool.Entry, name string) bool {
+	for _, o := range e.Options {
+		if o.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// envBuilder keeps variables in first-set order, later sets winning.
+type envBuilder struct {
+	vals  map[string]string
+	order []string
+}
+
+func newEnvBuilder() *envBuilder { return &envBuilder{vals: map[string]string{}} }
+
+func (e *envBuilder) set(k, v string) {
+	if k == "" || strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+		return
+	}
+	if _, ok := e.vals[k]; !ok {
+		e.order = append(e.order, k)
+	}
+	e.vals[k] = v
+}
+
+func (e *envBuilder) del(drop func(string) bool) {
+	out := e.order[:0]
+	for _, k := range e.order {
+		if drop(k) {
+			delete(e.vals, k)
+			continue
+		}
+		out = append(out, k)
+	}
+	e.order = out
+}
+
+func (e *envBuilder) list() []string {
+	out := make([]string, 0, len(e.order))
+	for _, k := range e.order {
+		out = append(out, k+"="+e.vals[k])
+	}
+	return out
+}

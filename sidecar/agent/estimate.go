@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+	"github.com/shirou/gopsutil/v3/cpu"
+	"github.com/shirou/gopsutil/v3/mem"
+)
+
+// history is what the journal says about the job's tasks so far.
+type history struct {
+	attempts map[int]int     // committed attempts per task
+	runtimes []time.Duration // of completed attempts
+}
+
+func newHistory() *history { return &history{attempts: map[int]int{}} }
+
+func (h *history) add(evs []spool.TaskEvent) {
+	for _, ev := range evs {
+		h.attempts[ev.Index]++
+		if ev.Reason == spool.ReasonCompleted && !ev.Start.IsZero() && ev.End.After(ev.Start) {
+			h.runtimes = append(h.runtimes, ev.End.Sub(ev.Start))
+		}
+	}
+}
+
+// Estimate is how long a task is expected to run: its -t if given, else
+// the p95 of the job's completed runtimes times 1.25 plus 10 s; 0 when
+// nothing is known yet.
+func Estimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
+	if timeLimitMin > 0 {
+		return time.Duration(timeLimitMin) * time.Minute
+	}
+	if len(runtimes) == 0 {
+		return 0
+	}
+	p := percentile(runtimes, 0.95)
+	return time.Duration(float64(p)*1.25) + 10*time.Second
+}
+
+// percentile is the nearest-rank q-quantile.
+func percentile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	k := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(k, len(s)-1))]
+}
+
+// Fits reports whether a task estimated to run est, started at now,
+// ends before the allocation's end minus the grace. An unknown end or
+// estimate fits.
+func Fits(now, end time.Time, grace, est time.Duration) bool {
+	return end.IsZero() || est <= 0 || !now.Add(est).After(end.Add(-grace))
+}
+
+// Capacity is what the agent may use on its node.
+type Capacity struct {
+	CPUs  int
+	MemMB int64 // 0: unknown (memory is not checked)
+}
+
+// NodeCapacity reads the node's CPUs and memory (gopsutil), bounded by
+// the allocation (SLURM_CPUS_ON_NODE, SLURM_MEM_PER_NODE) when set.
+func NodeCapacity(getenv func(string) string) Capacity {
+	var c Capacity
+	if n, err := cpu.Counts(true); err == nil {
+		c.CPUs = n
+	}
+	if vm, err := mem.VirtualMemory(); err == nil {
+		c.MemMB = int64(vm.Total >> 20)
+	}
+	if n, err := strconv.Atoi(getenv("SLURM_CPUS_ON_NODE")); err == nil && n > 0 && (c.CPUs == 0 || n < c.CPUs) {
+		c.CPUs = n
+	}
+	if m, err := strconv.ParseInt(getenv("SLURM_MEM_PER_NODE"), 10, 64); err == nil && m > 0 && (c.MemMB == 0 || m < c.MemMB) {
+		c.MemMB = m
+	}
+	c.CPUs = max(c.CPUs, 1)
+	return c
+}
+
+// Demand is one task's share of the node.
+type Demand struct {
+	CPUs      int
+	MemMB     int64
+	Exclusive bool // the whole node
+}
+
+// TaskDemand is what one task of the entry needs: --cpus-per-task x
+// --ntasks CPUs (1 if absent), --mem or --mem-per-cpu x CPUs, the whole
+// node with --exclusive.
+func TaskDemand(r spool.Resources) Demand {
+	d := Demand{CPUs: max(r.CPUs, 1), Exclusive: r.Exclusive}
+	switch {
+	case r.MemMB > 0:
+		d.MemMB = r.MemMB
+	case r.MemPerCPUMB > 0:
+		d.MemMB = r.MemPerCPUMB * int64(d.CPUs)
+	}
+	return d
+}
+
+// CanStart says whether one more task of demand d fits beside running
+// ones of the same demand. A node too small for one task still runs it
+// alone: plain Slurm would not have started it at all, but refusing would
+// leave the task to wait forever.
+func CanStart(c Capacity, d Demand, running int) bool {
+	if running == 0 {
+		return true
+	}
+	if d.Exclusive {
+		return false
+	}
+	if (running+1)*d.CPUs > c.CPUs {
+		return false
+	}
+	return c.MemMB <= 0 || d.MemMB <= 0 || int64(running+1)*d.MemMB <= c.MemMB
+}
+
+// Runner runs one Slurm command (sidecar/slurm.Exec satisfies it).
+type Runner interface {
+	Run(ctx context.Context, argv []string) ([]byte, error)
+}
+
+// AllocationEnd is when the running job's allocation ends:
+// SLURM_JOB_END_TIME where Slurm sets it (23.02 and later; 22.05 sets it
+// only for prolog and epilog), else `squeue -h -j $SLURM_JOB_ID -o %e`
+// (epoch seconds: the runner sets SLURM_TIME_FORMAT=%s). The zero time
+// means no known end (no Slurm job, or an unlimited one).
+func AllocationEnd(ctx context.Context, getenv func(string) string, r Runner) (time.Time, error) {
+	if t, ok := epoch(getenv("SLURM_JOB_END_TIME")); ok {
+		return t, nil
+	}
+	id := getenv("SLURM_JOB_ID")
+	if id == "" || r == nil {
+		return time.Time{}, nil
+	}
+	out, err := r.Run(ctx, []string{"squeue", "-h", "-j", id, "-o", "%e"})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the allocation's end: %w", err)
+	}
+	s := strings.TrimSpace(string(out))
+	if t, ok := epoch(s); ok {
+		return t, nil
+	}
+	switch strings.ToUpper(s) {
+	case "", "N/A", "UNLIMITED", "UNKNOWN", "NONE", "INFINITE":
+		return time.Time{}, nil
+	}
+	return time.Time{}, errors.New("the allocation's end: squeue printed " + strconv.Quote(s))
+}
+
+func epoch(s string) (time.Time, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
+}

@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// proc is one running attempt.
+type proc struct {
+	task     int
+	attempt  string
+	start    time.Time
+	pid      int // also its process group
+	signaled bool
+	beat     time.Time
+}
+
+// exited is a proc's end, sent by its waiting goroutine to the loop.
+type exited struct {
+	p     *proc
+	state *os.ProcessState
+	err   error
+	end   time.Time
+}
+
+// privateScript copies the job script to a private 0700 file, as slurmd
+// does, so it can be executed directly and its shebang applies.
+func privateScript(script []byte) (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "glean-agent-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "script")
+	if err := os.WriteFile(path, script, 0o700); err == nil {
+		err = os.Chmod(path, 0o700)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// launch starts one attempt: its files opened as Slurm opens them (in the
+// submission's umask), the script executed directly in its own process
+// group (its own session with a pty), its end reported on done.
+func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*proc, error) {
+	j := a.job
+	vars := PatternVars{ArrayJob: j.Entry.Anchor, Task: taskLabel(j, task), Job: a.opt.Pilot,
+		Name: j.Entry.Name, User: j.User, Node: a.opt.Node}
+	paths := TaskPaths(j, vars)
+	env := TaskEnv(j, a.opt.Env, TaskVars{Task: task, Attempt: attemptNo})
+
+	old := syscall.Umask(submissionUmask(j.Env))
+	defer syscall.Umask(old)
+	// A task run again after a hand-back keeps its earlier output, as a
+	// requeued Slurm job does.
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if strings.EqualFold(j.Entry.OpenMode, "append") || attemptNo > 1 {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	open := func(name string, flag int) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, 0o666)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		return f, nil
+	}
+	out, err := open(paths.Out, flags)
+	if err != nil {
+		return nil, fmt.Errorf("output file: %w", err)
+	}
+	errf := out
+	if paths.Err != paths.Out {
+		if errf, err = open(paths.Err, flags); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("error file: %w", err)
+		}
+	}
+
+	cmd := exec.Command(a.script, j.Entry.ScriptArgs...)
+	cmd.Env, cmd.Dir = env, j.Entry.Cwd
+	var master *os.File
+	if j.Entry.Glean.PTY {
+		// stdout and stderr both go to the terminal; its output is copied
+		// to the output file.
+		err = retryBusy(func() error {
+			var e error
+			master, e = pty.StartWithAttrs(cmd, nil, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+			return e
+		})
+	} else {
+		in := paths.In
+		if in == "" {
+			in = os.DevNull
+		}
+		stdin, ierr := open(in, os.O_RDONLY)
+		if ierr != nil {
+			closeAll()
+			return nil, fmt.Errorf("input file: %w", ierr)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, out, errf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = retryBusy(cmd.Start)
+	}
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("exec %s: %w", j.Entry.Script, err)
+	}
+	p := &proc{task: task, attempt: attempt, start: now, pid: cmd.Process.Pid, beat: now}
+	copied := make(chan struct{})
+	if master != nil {
+		go func() {
+			_, _ = io.Copy(out, master) // ends with EIO once every holder of the terminal is gone
+			close(copied)
+		}()
+	} else {
+		close(copied)
+	}
+	go func() {
+		err := cmd.Wait()
+		end := time.Now()
+		// What the task left behind goes with it, as at the end of a Slurm job.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		if master != nil {
+			select {
+			case <-copied:
+			case <-time.After(5 * time.Second):
+			}
+			master.Close()
+		}
+		closeAll()
+		a.done <- exited{p: p, state: cmd.ProcessState, err: err, end: end}
+	}()
+	return p, nil
+}
+
+// retryBusy retries a start that failed with ETXTBSY: another goroutine's
+// fork may briefly hold a copy of a script being written (golang/go#22315).
+func retryBusy(start func() error) error {
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = start(); !errors.Is(err, syscall.ETXTBSY) {
+			return err
+		}
+		time.Sleep(time.Duration(i+1) * 5 * time.Millisecond)
+	}
+	return err
+}
+
+// submissionUmask is the umask sbatch recorded (SLURM_UMASK), which
+// slurmd applies to the job; without one, slurmd's usual 022 (the pilot
+// itself runs with 077).
+func submissionUmask(env []string) int {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SLURM_UMASK="); ok {
+			if m, err := strconv.ParseUint(v, 8, 32); err == nil {
+				return int(m) & 0o777
+			}
+		}
+	}
+	return 0o022
+}
+
+// outcome classifies an ended attempt. sentTerm: the agent signalled it.
+func outcome(state *os.ProcessState, waitErr error, sentTerm bool) (out string, exit, sig int) {
+	if state == nil {
+		return spool.OutcomeHandedBack, 0, 0
+	}
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		sig = int(ws.Signal())
+		exit = 128 + sig
+	default:
+		exit = state.ExitCode()
+	}
+	switch {
+	case sentTerm && sig == 0 && exit == spool.CheckpointExit:
+		return spool.OutcomeCheckpointed, exit, sig
+	case sentTerm:
+		return spool.OutcomeHandedBack, exit, sig
+	case sig != 0:
+		return spool.OutcomeSignaled, exit, sig
+	}
+	return spool.OutcomeExited, exit, sig
+}
