@@ -102,6 +102,11 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		return anchor(sp, uid, id)
 	}
 
+	// The daemon (group spool.group) reads the leases, results and logs the
+	// agent writes: group-readable, never world-readable, whatever umask the
+	// pilot (077) or shadow element started with. Tasks get the
+	// submission's own umask.
+	syscall.Umask(0o027)
 	job, err := agent.LoadJob(sp, uid, id, os.Getuid())
 	if err != nil {
 		return 1, err
