@@ -97,6 +97,7 @@ sleep 1
 func TestIdleClusterSpread(t *testing.T) {
 	e := setup(t)
 	e.WriteFile(t, "spread.sh", shortTask, 0o755)
+	e.WriteFile(t, "spread/.keep", "", 0o644) // Slurm does not create -o directories either
 	start := time.Now()
 	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-199", "-o", "spread/%a.out", "spread.sh")
 	// Pilots on every node, within a few cycles.
@@ -150,6 +151,7 @@ echo "task $SLURM_ARRAY_TASK_ID attempt $GLEAN_ATTEMPT"
 [ "$SLURM_ARRAY_TASK_ID" = 2 ] && exit 3
 exit 0
 `, 0o755)
+	e.WriteFile(t, "fail/.keep", "", 0o644)
 	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "-o", "fail/%a.out", "fail.sh")
 	ok := e.Sbatch(t, "", "--dependency=afterok:"+anchor, "-o", "/dev/null", "--wrap", "true")
 	notok := e.Sbatch(t, "", "--dependency=afternotok:"+anchor, "-o", "/dev/null", "--wrap", "true")
@@ -194,6 +196,7 @@ func TestGiveWay(t *testing.T) {
 echo "task $SLURM_ARRAY_TASK_ID attempt $GLEAN_ATTEMPT on $SLURMD_NODENAME"
 sleep 20
 `, 0o755)
+	e.WriteFile(t, "long/.keep", "", 0o644)
 	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-71", "-o", "long/%a.out", "long.sh")
 	cl.WaitFor(t, 60*time.Second, "pilots on all 24 nodes", func() bool {
 		return len(strings.Fields(cl.Run(t, "squeue", "-h", "-t", "R", "-p", "pilot", "-o", "%N"))) >= 24
