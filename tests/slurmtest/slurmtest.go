@@ -229,19 +229,30 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exe
 	return cmd
 }
 
-// Run runs a Slurm client command and returns its stdout; a failure fails the test.
-func (c *Cluster) Run(tb testing.TB, name string, args ...string) string {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// Output runs a Slurm client command, for at most 30 s within ctx, and
+// returns its stdout; the error carries the command and its stderr. It needs
+// no testing.TB, so goroutines other than the test's may call it.
+func (c *Cluster) Output(ctx context.Context, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := c.Command(ctx, name, args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		tb.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, stderr.String())
 	}
-	return string(out)
+	return string(out), nil
+}
+
+// Run runs a Slurm client command and returns its stdout; a failure fails the test.
+func (c *Cluster) Run(tb testing.TB, name string, args ...string) string {
+	tb.Helper()
+	out, err := c.Output(context.Background(), name, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // Submit runs `sbatch --parsable args...` and returns the job id.
