@@ -233,3 +233,76 @@ sleep 20
 	}
 	t.Logf("%d attempts handed back on give-way, all 72 tasks completed once", gaveWay)
 }
+
+// jobTime reads a time field (StartTime, EndTime) of a job.
+func jobTime(t *testing.T, id, field string) time.Time {
+	t.Helper()
+	out := cl.Run(t, "scontrol", "-o", "show", "job", id)
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, field+"="); ok {
+			if sec, err := strconv.ParseInt(v, 10, 64); err == nil { // SLURM_TIME_FORMAT=%s
+				return time.Unix(sec, 0)
+			}
+			if ts, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.Local); err == nil {
+				return ts
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// 2 and 5. Fair mode on a busy cluster: a running 20-node job and a
+// pending 24-node job that holds a reservation at its end. The elastic
+// job's shadow array queues behind them; pilots get its tasks done on the
+// 4 idle nodes meanwhile; when the work is all done the anchor ends
+// COMPLETED and no shadow element is left pending; and the 24-node job
+// starts when the 20-node job ends, as without glean (within the give-way
+// latency).
+func TestFairHarvestsAroundReservation(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "fair.sh", `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID on $SLURMD_NODENAME pilot $SLURM_JOB_ID"
+sleep 5
+`, 0o755)
+	e.WriteFile(t, "fair/.keep", "", 0o644)
+	a := cl.Submit(t, "-N", "20", "-t", "4", "-o", "/dev/null", "--wrap", "sleep 100")
+	cl.WaitFor(t, 30*time.Second, "the 20-node job to start", func() bool {
+		s, _ := e.SlurmState(t, a)
+		return s == "RUNNING"
+	})
+	b := cl.Submit(t, "-N", "24", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 2")
+	anchor := e.Sbatch(t, "", "--glean", "--array=0-29", "-o", "fair/%a.out", "fair.sh")
+	r := e.WaitState(t, anchor, 90*time.Second, spool.StateDone, spool.StateFailed)
+	if r.State != spool.StateDone || r.Mode != "fair" || r.Shadow == "" {
+		t.Fatalf("record %s mode %s shadow %q %+v", r.State, r.Mode, r.Shadow, r.Tasks)
+	}
+	final := committed(t, e, anchor, 30)
+	pilots := map[string]bool{}
+	for _, p := range r.PilotJobs {
+		pilots[p.ID] = true
+	}
+	for i, ev := range final {
+		if !pilots[ev.Pilot] {
+			t.Errorf("task %d ran in %s, not in a pilot (the shadow array could not have started yet)", i, ev.Pilot)
+		}
+	}
+	if s, _ := e.SlurmState(t, b); s != "PENDING" {
+		t.Errorf("the 24-node job is %s before the 20-node job ended", s)
+	}
+	if state, exit := anchorEnds(t, e, anchor); state != "COMPLETED" || exit != "0:0" {
+		t.Errorf("anchor %s ended %s exit %s", anchor, state, exit)
+	}
+	cl.WaitFor(t, 30*time.Second, "no shadow element left pending", func() bool {
+		return strings.TrimSpace(cl.Run(t, "squeue", "-h", "-t", "PD", "-j", r.Shadow, "-o", "%i")) == ""
+	})
+	cl.WaitFor(t, 3*time.Minute, "the 24-node job to start", func() bool {
+		s, _ := e.SlurmState(t, b)
+		return s == "RUNNING" || s == "COMPLETED"
+	})
+	aEnd, bStart := jobTime(t, a, "EndTime"), jobTime(t, b, "StartTime")
+	limit := 10*time.Second + 5*time.Second + cl.BFInterval(t)
+	t.Logf("20-node job ended %v, 24-node job started %v (%v later; give-way latency %v)", aEnd.Format(time.TimeOnly), bStart.Format(time.TimeOnly), bStart.Sub(aEnd), limit)
+	if aEnd.IsZero() || bStart.Sub(aEnd) > limit {
+		t.Errorf("the 24-node job started %v after the nodes came free, over the give-way latency %v", bStart.Sub(aEnd), limit)
+	}
+}
