@@ -25,7 +25,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		wl, format, mode, plots string
 		tasks                   int
-		taskTime                time.Duration
+		taskTime, backlog       time.Duration
 		asJSON                  bool
 	)
 	fs.StringVar(&wl, "workload", "thesis-1", "thesis-1, thesis-2 (the thesis's submit lists), or a file path")
@@ -33,6 +33,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&mode, "mode", "all", "slurm, fair, scavenger, thesis or all")
 	fs.IntVar(&tasks, "tasks", sim.DefaultTasks, "tasks per calibration job")
 	fs.DurationVar(&taskTime, "task-time", 0, "task length (overrides --tasks)")
+	fs.DurationVar(&backlog, "backlog", 0, "add an unlimited elastic backlog (scavenger, last in line) of tasks of this length, e.g. 10m, started until 30 min after the last submission")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.StringVar(&plots, "plots", "", "write utilization-<mode>.png/.svg and gantt-<mode>.png into this directory")
 	if err := fs.Parse(args); err != nil {
@@ -57,6 +58,10 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "glean sim: --tasks must be at least 1\n")
 		return 2
 	}
+	if backlog < 0 || taskTime < 0 {
+		fmt.Fprintf(stderr, "glean sim: --backlog and --task-time must not be negative\n")
+		return 2
+	}
 	w, err := loadWorkload(wl, format)
 	if err != nil {
 		fmt.Fprintf(stderr, "glean sim: %v\n", err)
@@ -64,7 +69,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var results []*sim.ElasticResult
 	for _, m := range modes {
-		r, err := sim.RunElastic(w, sim.ElasticConfig{Mode: m, Tasks: tasks, TaskTime: taskTime,
+		r, err := sim.RunElastic(w, sim.ElasticConfig{Mode: m, Tasks: tasks, TaskTime: taskTime, Backlog: backlog,
 			Sim: sim.Config{Policy: sim.SlurmLike, Estimates: sim.KillAtLimit}})
 		if err != nil {
 			fmt.Fprintf(stderr, "glean sim: %s: %v\n", m, err)
@@ -72,7 +77,13 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		results = append(results, r)
 	}
-	rep := sim.BuildReport(w.Name, results)
+	// The regular jobs alone: what each mode costs them.
+	alone, err := sim.RunElastic(sim.RegularOnly(w), sim.ElasticConfig{Mode: sim.SlurmOnly, Sim: sim.Config{Policy: sim.SlurmLike, Estimates: sim.KillAtLimit}})
+	if err != nil {
+		fmt.Fprintf(stderr, "glean sim: regular jobs alone: %v\n", err)
+		return 1
+	}
+	rep := sim.BuildReportAlone(w.Name, results, alone)
 	if asJSON {
 		err = rep.WriteJSON(stdout)
 	} else {

@@ -37,6 +37,12 @@ type Pilot struct {
 	Submitted, Start, End time.Time
 	Retiring              bool // told to finish its task and take no more
 	Busy                  bool // running a task
+	// TaskEnd is when the task a busy pilot runs is expected to end (its
+	// start plus the job's TaskTime); zero: unknown. With it, give way
+	// takes first the pilots whose task ends within Grace, and retires
+	// rather than cancels a pilot whose task ends before its claimant
+	// needs the node: no attempt is killed for nothing.
+	TaskEnd time.Time
 }
 
 // ElasticJob is one elastic job as the policy sees it.
@@ -405,6 +411,27 @@ func (d *decider) cancelOrder(a, b int) int {
 		return pb.Submitted.Compare(pa.Submitted)
 	}
 	return naturalCompare(pb.ID, pa.ID)
+}
+
+// giveOrder is the order in which pilots give their nodes to a claimant:
+// first those that lose no work (idle, or their task ends within Grace),
+// then cancelOrder.
+func (d *decider) giveOrder(a, b int) int {
+	la, lb := d.lossless(a, d.now.Add(d.cfg.Grace)), d.lossless(b, d.now.Add(d.cfg.Grace))
+	switch {
+	case la && !lb:
+		return -1
+	case lb && !la:
+		return 1
+	}
+	return d.cancelOrder(a, b)
+}
+
+// lossless reports whether running pilot pi can leave by t without
+// killing a task: it is idle, or its task is known to end by t.
+func (d *decider) lossless(pi int, t time.Time) bool {
+	p := &d.st.Pilots[pi]
+	return p.State == PilotRunning && (!p.Busy || !p.TaskEnd.IsZero() && !p.TaskEnd.After(t))
 }
 
 // timeouts cancels pending pilots older than the timeout: one scheduling

@@ -23,6 +23,8 @@ func rpilot(id, job, node string, sub time.Duration, end time.Time) Pilot {
 func idlePilot(p Pilot) Pilot     { p.Busy = false; return p }
 func retiringPilot(p Pilot) Pilot { p.Retiring = true; return p }
 
+func taskEnds(p Pilot, in time.Duration) Pilot { p.Busy, p.TaskEnd = true, at(in); return p }
+
 // ppilot is a pending pilot pinned to node (or not: ""), submitted age ago.
 func ppilot(id, job, node string, age time.Duration) Pilot {
 	return Pilot{ID: id, Job: job, Node: node, State: PilotPending, Submitted: at(-age)}
@@ -592,6 +594,18 @@ func TestDecideGiveWay(t *testing.T) {
 			name: "Slurm's plan waits for a pilot: needed in 3m, within RetireHorizon: cancel",
 			snap: behind(3*time.Minute, retiringPilot(x)),
 			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 100, 1, time.Minute)}, Pilots: []Pilot{retiringPilot(x)}},
+			want: []Action{give("e1", "x", "n2", "p", at(3*time.Minute))},
+		},
+		{
+			name: "needed in 3m, but its task ends in 2m: retire, nothing is killed",
+			snap: behind(3*time.Minute, x),
+			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 100, 1, time.Minute)}, Pilots: []Pilot{taskEnds(x, 2*time.Minute)}},
+			want: []Action{retire("e1", "x", "n2", "p", at(3*time.Minute))},
+		},
+		{
+			name: "needed in 3m, its task ends in 4m: cancel",
+			snap: behind(3*time.Minute, x),
+			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 100, 1, time.Minute)}, Pilots: []Pilot{taskEnds(x, 4*time.Minute)}},
 			want: []Action{give("e1", "x", "n2", "p", at(3*time.Minute))},
 		},
 		{

@@ -34,7 +34,9 @@ import (
 //
 // The claimant's start decides: within RetireHorizon the pilot is
 // cancelled, further it is retired (and cancelled in a later round if it
-// is still there when the start comes close). A pilot ending within
+// is still there when the start comes close); a pilot whose task is known
+// to end by the start (Pilot.TaskEnd) is retired, unless it ends within
+// Grace anyway. Claimants take pilots that lose no work first (giveOrder). A pilot ending within
 // Grace of the need is left alone, and a pilot never gives way to its own
 // job's base allocation.
 
@@ -73,13 +75,14 @@ func (d *decider) giveWay() {
 		if c := needs[a].by.Compare(needs[b].by); c != 0 {
 			return c
 		}
-		return d.cancelOrder(a, b)
+		return d.giveOrder(a, b)
 	})
 	for _, pi := range pis {
 		p := &d.st.Pilots[pi]
 		n := needs[pi]
 		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by}
-		if n.by.After(d.now.Add(d.cfg.RetireHorizon)) {
+		// Far off, or the pilot's task ends by the need anyway: retire.
+		if n.by.After(d.now.Add(d.cfg.RetireHorizon)) || p.Busy && !d.lossless(pi, d.now.Add(d.cfg.Grace)) && d.lossless(pi, n.by) {
 			if p.Retiring {
 				continue // already told; cancelled when the need comes close
 			}
@@ -272,7 +275,7 @@ func (d *decider) rulePass(add func(int, time.Time, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		return d.cancelOrder(pa, pb)
+		return d.giveOrder(pa, pb)
 	})
 	var chosen []int
 	for r, k := range d.pend {
@@ -521,7 +524,7 @@ func (d *decider) ruleTop(add func(int, time.Time, string)) {
 			}
 			free++
 		}
-		slices.SortFunc(inWay, d.cancelOrder)
+		slices.SortFunc(inWay, d.giveOrder)
 		for _, pi := range inWay[:min(max(need-free, 0), len(inWay))] {
 			add(pi, t, j.ID)
 		}

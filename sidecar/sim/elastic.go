@@ -73,22 +73,37 @@ type ElasticConfig struct {
 	// Sim is the machine and scheduler. Policy must be SlurmLike: the
 	// policy reads its backfill plan, and rounds come every bf_interval.
 	Sim Config
+	// Backlog, if positive, adds an unlimited elastic backlog: one
+	// scavenger job of tasks of this length without end, submitted at
+	// time 0 and last in FIFO order (it gets what the calibration jobs
+	// leave), in every mode, SlurmOnly included. No task of it starts at
+	// or after BacklogUntil (0: the thesis's window, the last submission
+	// + ThesisTail); tasks running then complete.
+	Backlog      time.Duration
+	BacklogUntil time.Duration
+	// EveryRound runs the policy at every scheduling cycle. By default a
+	// round is skipped when nothing a snapshot or the policy's state
+	// shows has changed since a round that did nothing, and no pilot is
+	// pending or retiring: the policy would do nothing again (checked by
+	// TestSkippedRoundsChangeNothing).
+	EveryRound bool
 }
 
 // TaskRun is one attempt at one task.
 type TaskRun struct {
-	Job        int // calibration job ID
+	Job        int // calibration job ID; -1: the backlog
 	Task       int
 	Node       int
 	Start, End time.Duration
 	Pilot      bool // run by a pilot (else by the base job)
 	Completed  bool // false: killed (its node time is waste)
+	Count      int  // tasks in the record: 1, or more for the backlog's
 }
 
 // PilotRun is one pilot.
 type PilotRun struct {
 	ID         int
-	Job        int // calibration job ID
+	Job        int // calibration job ID; -1: the backlog
 	Node       int
 	Submit     time.Duration
 	Started    bool
@@ -116,6 +131,21 @@ type CalRun struct {
 // Interval is [Start, End).
 type Interval struct{ Start, End time.Duration }
 
+// BacklogRun is what the unlimited backlog got.
+type BacklogRun struct {
+	TaskTime time.Duration `json:"task_time_ns"`
+	Until    time.Duration `json:"until_ns"` // no task started at or after it
+	Tasks    int           `json:"tasks"`    // tasks completed
+	Pilots   int           `json:"pilots"`   // pilots that started
+	// Work is the node time of its completed tasks, Waste of its killed
+	// attempts.
+	Work  time.Duration `json:"work_ns"`
+	Waste time.Duration `json:"waste_ns"`
+}
+
+// backlogID is the backlog's job ID in TaskRun and PilotRun.
+const backlogID = -1
+
 // ElasticResult is an elastic simulation's outcome.
 type ElasticResult struct {
 	Mode   ElasticMode
@@ -124,7 +154,9 @@ type ElasticResult struct {
 	Kinds  []workload.Kind
 	Cal    []CalRun // in workload order of the calibration jobs
 	Pilots []PilotRun
-	Tasks  []TaskRun
+	// Tasks are the task attempts; a backlog's consecutive completed
+	// tasks on one pilot are one record (Count tasks).
+	Tasks []TaskRun
 	// Waiting are the times during which some calibration job had tasks
 	// that no worker held (SlurmOnly: the job was pending).
 	Waiting []Interval
@@ -136,6 +168,10 @@ type ElasticResult struct {
 	KillWait   time.Duration
 	Policy     policy.Config
 	TasksPer   int
+	// Backlog is the unlimited backlog's outcome, nil without one.
+	Backlog *BacklogRun
+	// Skipped counts rounds skipped over unchanged states.
+	Skipped int
 }
 
 // simEpoch is the wall-clock time of the simulation's start in snapshots.
@@ -148,6 +184,9 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	}
 	if cfg.Tasks < 0 || cfg.TaskTime < 0 {
 		return nil, fmt.Errorf("sim: %d tasks of %v", cfg.Tasks, cfg.TaskTime)
+	}
+	if cfg.Backlog < 0 || cfg.BacklogUntil < 0 {
+		return nil, fmt.Errorf("sim: backlog of %v tasks until %v", cfg.Backlog, cfg.BacklogUntil)
 	}
 	pcfg := policy.DefaultConfig()
 	pcfg.PilotPartition = PilotPartition
@@ -212,12 +251,19 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		nextID = max(nextID, j.ID)
 	}
 	d.nextPilot = max(nextID+1, 1_000_000, markerBase+len(w.Jobs)+1)
+	mode := policy.Fair
+	switch cfg.Mode {
+	case ScavengerMode:
+		mode = policy.Scavenger
+	case ThesisMode:
+		mode = policy.Thesis
+	}
 	for i := range w.Jobs {
 		j := &w.Jobs[i]
 		if j.Kind != workload.Calibration {
 			continue
 		}
-		ej := &ejob{id: j.ID, submit: j.Submit, nodes: j.Nodes, work: time.Duration(j.Nodes) * j.Run}
+		ej := &ejob{id: j.ID, key: "e" + strconv.Itoa(j.ID), mode: mode, submit: j.Submit, nodes: j.Nodes, work: time.Duration(j.Nodes) * j.Run}
 		ej.lens = splitWork(ej.work, cfg.Tasks, cfg.TaskTime)
 		for t := len(ej.lens) - 1; t >= 0; t-- {
 			ej.pool = append(ej.pool, t) // taken from the end: task 0 first
@@ -226,9 +272,20 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		d.jobs = append(d.jobs, ej)
 	}
 	if cfg.Mode != SlurmOnly {
+		d.driven = append(d.driven, d.jobs...)
+	}
+	if cfg.Backlog > 0 {
+		until := cfg.BacklogUntil
+		if until == 0 {
+			until = res.LastSubmit + ThesisTail
+		}
+		d.backlog = &ejob{id: backlogID, key: "backlog", mode: policy.Scavenger, infinite: true, until: until, taskLen: cfg.Backlog}
+		d.driven = append(d.driven, d.backlog)
+		res.Backlog = &BacklogRun{TaskTime: cfg.Backlog, Until: until}
+	}
+	scfg.OnPass = nil
+	if len(d.driven) > 0 {
 		scfg.OnPass = d.onPass
-	} else {
-		scfg.OnPass = nil
 	}
 	r, err := Run(&ew, scfg)
 	if err != nil {
@@ -274,9 +331,16 @@ func splitWork(work time.Duration, n int, taskTime time.Duration) []time.Duratio
 	return lens
 }
 
-// ejob is the driver's record of one calibration job.
+// backlogPending is the pending task count the backlog shows the policy:
+// more than any pilot count, so that its work never caps a pilot's size
+// in a window shorter than 10^6 tasks.
+const backlogPending = 1 << 20
+
+// ejob is the driver's record of one calibration job or the backlog.
 type ejob struct {
 	id      int
+	key     string // the policy's ID
+	mode    policy.Mode
 	submit  time.Duration
 	nodes   int
 	work    time.Duration
@@ -296,6 +360,24 @@ type ejob struct {
 
 	waiting      bool
 	waitingSince time.Duration
+
+	// The unlimited backlog: tasks of taskLen, numbered from 0, none
+	// started at or after until.
+	infinite bool
+	until    time.Duration
+	taskLen  time.Duration
+	nextTask int
+}
+
+// pendingTasks is what the policy is told of ej's pending tasks.
+func (ej *ejob) pendingTasks(now time.Duration) int {
+	if ej.infinite {
+		if now < ej.until {
+			return backlogPending
+		}
+		return 0
+	}
+	return len(ej.pool)
 }
 
 // worker is one node working on one calibration job's tasks.
@@ -308,6 +390,7 @@ type worker struct {
 	pilot      *pilot
 	deadline   time.Duration // a task must end by it
 	noMoreWork bool          // retired or cancelled: take no more tasks
+	rec        int           // the backlog: its last record in Tasks, or -1
 }
 
 type pilotState int
@@ -338,13 +421,20 @@ type driver struct {
 	pcfg      policy.Config
 	cycle     time.Duration
 	res       *ElasticResult
-	jobs      []*ejob
+	jobs      []*ejob // the calibration jobs
+	backlog   *ejob
+	driven    []*ejob // what the policy sees: the jobs (not in SlurmOnly), then the backlog
 	byBase    map[*job]*ejob
 	pilots    []*pilot // not gone
 	nextPilot int
 	nextRound time.Duration
 	misses    int
 	started   bool
+
+	// Round skipping: the last round's signature and action count.
+	sig, sigPrev []int64
+	lastActs     int
+	sigOK        bool
 }
 
 // markerBase is the first job ID of the scavenger and thesis modes'
@@ -388,7 +478,7 @@ func (d *driver) bindJobs(now time.Duration, s *State) {
 // onPass is the driver: it runs after every scheduling pass.
 func (d *driver) onPass(now time.Duration, s *State) {
 	d.bindJobs(now, s)
-	if d.cfg.Mode != FairMode {
+	if d.cfg.Mode == ScavengerMode || d.cfg.Mode == ThesisMode {
 		s.queue = slices.DeleteFunc(s.queue, func(j *job) bool { return j.id >= markerBase })
 	}
 	// Holders that ended (pilots at their end, bases at their end or limit).
@@ -463,7 +553,14 @@ func (d *driver) onPass(now time.Duration, s *State) {
 	// Waiting bookkeeping and the next wake-up.
 	next := d.nextRound
 	outstanding := false
-	for _, ej := range d.jobs {
+	for _, ej := range d.driven {
+		if ej.infinite {
+			if now >= ej.until && ej.running == 0 {
+				ej.done = true
+			}
+			outstanding = outstanding || !ej.done
+			continue
+		}
 		if !ej.done {
 			outstanding = true
 		}
@@ -501,7 +598,22 @@ func (d *driver) advance(w *worker, now time.Duration) {
 
 func (d *driver) complete(w *worker) {
 	ej := w.ej
-	d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true})
+	if ej.infinite {
+		// Consecutive tasks on one pilot are one record: KTH-SP2's
+		// backlog completes millions.
+		if w.rec >= 0 && d.res.Tasks[w.rec].End == w.tStart {
+			d.res.Tasks[w.rec].End = w.tEnd
+			d.res.Tasks[w.rec].Count++
+		} else {
+			w.rec = len(d.res.Tasks)
+			d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: true, Completed: true, Count: 1})
+		}
+		ej.running--
+		w.pilot.run.Tasks++
+		w.task = -1
+		return
+	}
+	d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true, Count: 1})
 	ej.running--
 	ej.left--
 	if w.pilot != nil {
@@ -516,6 +628,15 @@ func (d *driver) complete(w *worker) {
 // pull gives w the next task of its job that ends by its deadline.
 func (d *driver) pull(w *worker, at time.Duration) {
 	ej := w.ej
+	if ej.infinite {
+		if w.noMoreWork || at >= ej.until || at+ej.taskLen > w.deadline {
+			return
+		}
+		ej.running++
+		w.task, w.tStart, w.tEnd = ej.nextTask, at, at+ej.taskLen
+		ej.nextTask++
+		return
+	}
 	if w.noMoreWork || len(ej.pool) == 0 {
 		return
 	}
@@ -536,9 +657,11 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 	}
 	if w.task >= 0 {
 		ej := w.ej
-		d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil})
+		d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil, Count: 1})
 		ej.running--
-		ej.pool = append(ej.pool, w.task)
+		if !ej.infinite {
+			ej.pool = append(ej.pool, w.task)
+		}
 		w.task = -1
 	}
 	w.noMoreWork = true
@@ -575,22 +698,22 @@ func (d *driver) round(now time.Duration, s *State) {
 		d.startPilot(p, node, now, s)
 	}
 
+	if d.skip(now, s) && !d.cfg.EveryRound {
+		d.res.Skipped++
+		return
+	}
 	st := policy.State{BFInterval: d.cycle, PendingMisses: d.misses, Started: d.started}
 	d.started = false
-	for _, ej := range d.jobs {
+	for _, ej := range d.driven {
 		if ej.submit > now || ej.done {
 			continue
 		}
-		mode := policy.Fair
-		switch d.cfg.Mode {
-		case ScavengerMode:
-			mode = policy.Scavenger
-		case ThesisMode:
-			mode = policy.Thesis
-		}
-		e := policy.ElasticJob{ID: "e" + strconv.Itoa(ej.id), Mode: mode, Submit: simEpoch.Add(ej.submit),
-			TasksPending: len(ej.pool), TasksRunning: ej.running}
-		if len(ej.lens) > 0 {
+		e := policy.ElasticJob{ID: ej.key, Mode: ej.mode, Submit: simEpoch.Add(ej.submit),
+			TasksPending: ej.pendingTasks(now), TasksRunning: ej.running}
+		switch {
+		case ej.infinite:
+			e.TaskTime = ej.taskLen
+		case len(ej.lens) > 0:
 			e.TaskTime = ej.lens[0]
 		}
 		if ej.base != nil && d.cfg.Mode == FairMode {
@@ -599,7 +722,7 @@ func (d *driver) round(now time.Duration, s *State) {
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: strconv.Itoa(p.id), Job: "e" + strconv.Itoa(p.ej.id), Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
+		pp := policy.Pilot{ID: strconv.Itoa(p.id), Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
 		if p.node >= 0 {
 			pp.Node = NodeName(p.node)
 		}
@@ -610,14 +733,19 @@ func (d *driver) round(now time.Duration, s *State) {
 				pp.End = simEpoch.Add(p.eng.estEnd)
 			}
 			pp.Busy = p.w.task >= 0
+			if pp.Busy {
+				pp.TaskEnd = simEpoch.Add(p.w.tEnd)
+			}
 		}
 		st.Pilots = append(st.Pilots, pp)
 	}
+	d.lastActs = 0
 	if len(st.Jobs) == 0 && len(st.Pilots) == 0 {
 		return
 	}
 	snap := d.snapshot(s)
 	acts := policy.Decide(snap, st, d.pcfg, simEpoch.Add(now))
+	d.lastActs = len(acts)
 	d.misses = st.NextMisses(acts)
 	for _, a := range acts {
 		d.apply(a, now, s)
@@ -662,12 +790,46 @@ func (d *driver) findPilot(id string) *pilot {
 }
 
 func (d *driver) findJob(id string) *ejob {
-	for _, ej := range d.jobs {
-		if "e"+strconv.Itoa(ej.id) == id {
+	for _, ej := range d.driven {
+		if ej.key == id {
 			return ej
 		}
 	}
 	return nil
+}
+
+// skip reports whether this round may be skipped: the last round decided
+// nothing, and neither the engine (starts, ends, arrivals, backfill
+// plans) nor the driver (tasks pending and held, pilots and their state)
+// changed since; no regular job is pending (its reservation, planned
+// start and fit against others' reservations move with the clock, and a
+// job that stops fitting can leave nodes to one that then takes a
+// pilot's), no pilot is pending (its timeout is the clock's) or retiring
+// (cancelled when its claimant comes close), and no thesis-mode job is
+// active (Algorithm 1 reads the clock). Then every window is unlimited
+// and nobody claims a node: the policy decides the same at any time.
+func (d *driver) skip(now time.Duration, s *State) bool {
+	sig := append(d.sigPrev[:0], int64(s.version), int64(d.misses))
+	quiet := d.sigOK && d.lastActs == 0 && !d.started && len(s.queue) == 0
+	for _, ej := range d.driven {
+		if ej.submit > now || ej.done {
+			continue
+		}
+		quiet = quiet && ej.mode != policy.Thesis
+		sig = append(sig, int64(ej.id), int64(ej.pendingTasks(now)), int64(ej.running))
+	}
+	for _, p := range d.pilots {
+		quiet = quiet && p.state == pRunning && !p.retiring
+		busy := int64(0)
+		if p.state == pRunning && p.w.task >= 0 {
+			busy = 1
+		}
+		sig = append(sig, int64(p.id), int64(p.state), busy)
+	}
+	same := slices.Equal(sig, d.sig)
+	d.sigPrev, d.sig = d.sig, sig
+	d.sigOK = true
+	return quiet && same
 }
 
 // apply carries out one action, as the daemon would through Slurm.
@@ -738,7 +900,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
 	s.startOn(j, []span{{first: int32(node), n: 1}})
 	p.eng, p.node, p.state = j, node, pRunning
-	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
+	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++
 	d.started = true
@@ -783,6 +945,20 @@ func (d *driver) finish() {
 		if p.run != nil && p.state != pGone {
 			p.run.EndCause = "still running at the end"
 			d.res.Pilots = append(d.res.Pilots, *p.run)
+		}
+	}
+	if b := d.backlog; b != nil {
+		d.res.Waiting = append(d.res.Waiting, Interval{b.submit, b.until})
+		d.res.Backlog.Pilots = b.pilots
+		for _, t := range d.res.Tasks {
+			switch {
+			case t.Job != backlogID:
+			case t.Completed:
+				d.res.Backlog.Tasks += t.Count
+				d.res.Backlog.Work += t.End - t.Start
+			default:
+				d.res.Backlog.Waste += t.End - t.Start
+			}
 		}
 	}
 	for _, ej := range d.jobs {

@@ -27,6 +27,7 @@ func (s *State) reschedule(j *job, t time.Duration) {
 	}
 	j.end = t
 	j.run = t - j.start
+	s.version++
 	s.ev.add(event{t: t, kind: evEnd, j: j})
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,4 +281,118 @@ func BenchmarkElasticThesis(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestSkippedRoundsChangeNothing: skipping rounds over unchanged states
+// (the default) gives the same outcome as running the policy at every
+// cycle, on both thesis lists in every mode, with and without a backlog,
+// and on a KTH-SP2 prefix with a backlog.
+func TestSkippedRoundsChangeNothing(t *testing.T) {
+	type run struct {
+		name string
+		w    *workload.Workload
+		cfg  ElasticConfig
+	}
+	var runs []run
+	for _, n := range []int{1, 2} {
+		w := thesisList(t, n)
+		for _, m := range ElasticModes {
+			for _, bl := range []time.Duration{0, 10 * time.Minute} {
+				cfg := elasticCfg(m)
+				cfg.Backlog = bl
+				runs = append(runs, run{fmt.Sprintf("list%d/%v/backlog-%v", n, m, bl), w, cfg})
+			}
+		}
+	}
+	if !testing.Short() {
+		kth := loadSWF(t, "KTH-SP2-1996-2.1-cln.swf.gz")
+		kth.Jobs = kth.Jobs[:1500]
+		cfg := elasticCfg(SlurmOnly)
+		cfg.Backlog = 10 * time.Minute
+		runs = append(runs, run{"kth-1500/backlog", kth, cfg})
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			fast, err := RunElastic(r.w, r.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := r.cfg
+			cfg.EveryRound = true
+			slow, err := RunElastic(r.w, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slow.Skipped != 0 {
+				t.Fatalf("EveryRound skipped %d rounds", slow.Skipped)
+			}
+			if !slices.Equal(fast.Tasks, slow.Tasks) || !slices.Equal(fast.Pilots, slow.Pilots) || !slices.Equal(fast.Cal, slow.Cal) {
+				t.Errorf("skipping %d of %d rounds changed the outcome: %d/%d task records, %d/%d pilots", fast.Skipped, fast.Rounds, len(fast.Tasks), len(slow.Tasks), len(fast.Pilots), len(slow.Pilots))
+			}
+			for i := range fast.Sched.Jobs {
+				a, b := fast.Sched.Jobs[i], slow.Sched.Jobs[i]
+				if a.Start != b.Start || a.End != b.End {
+					t.Errorf("job %d: %v-%v with skipping, %v-%v without", a.ID, a.Start, a.End, b.Start, b.End)
+					break
+				}
+			}
+			t.Logf("skipped %d of %d rounds", fast.Skipped, fast.Rounds)
+		})
+	}
+}
+
+// BenchmarkBacklogKTH is KTH-SP2 (28,467 jobs, 100 nodes, Slurm-like) with
+// glean harvesting an unlimited backlog of 10-minute tasks from the first
+// submission to 30 minutes after the last, parsing excluded. It reports
+// events per second (the engine's arrivals, ends and wake-ups), policy
+// rounds run and skipped, and peak memory: the process's peak resident
+// set (VmHWM, reset before the first run through /proc/self/clear_refs;
+// run the benchmark alone for it to mean this benchmark) and the Go heap's
+// bytes allocated per run (B/op).
+func BenchmarkBacklogKTH(b *testing.B) {
+	w := loadSWF(b, "KTH-SP2-1996-2.1-cln.swf.gz")
+	cfg := elasticCfg(SlurmOnly)
+	cfg.Backlog = 10 * time.Minute
+	resetPeakRSS()
+	b.ReportAllocs()
+	var events, rounds, skipped int
+	var r *ElasticResult
+	for b.Loop() {
+		var err error
+		if r, err = RunElastic(w, cfg); err != nil {
+			b.Fatal(err)
+		}
+		events += r.Sched.Events
+		rounds += r.Rounds - r.Skipped
+		skipped += r.Skipped
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
+	b.ReportMetric(float64(skipped)/float64(b.N), "skipped/op")
+	if rss := peakRSS(); rss > 0 {
+		b.ReportMetric(float64(rss)/1e6, "peak-RSS-MB")
+	}
+	m := ComputeMetrics(r)
+	b.Logf("effective %.4f nominal %.4f, backlog %d tasks, %.0f node-h, waste %.1f node-h, %d pilots",
+		m.Effective, m.Nominal, r.Backlog.Tasks, r.Backlog.Work.Hours(), r.Backlog.Waste.Hours(), r.Backlog.Pilots)
+}
+
+// resetPeakRSS resets the process's VmHWM (Linux; ignored elsewhere).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the process's VmHWM in bytes, 0 where unknown.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }

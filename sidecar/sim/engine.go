@@ -58,6 +58,11 @@ type State struct {
 	// limitCheck 0 kills exactly at the limit.
 	limitCheck, killWait time.Duration
 
+	// version counts changes a snapshot would show apart from the clock:
+	// starts, ends, arrivals, end times moved, backfill passes. The
+	// elastic driver skips policy rounds over unchanged states.
+	version uint64
+
 	policy Policy
 	part   *partition // what Snapshot shows of the partition
 	bf     *slurmLike // the Slurm-like scheduler, whose plan Snapshot shows; nil for the others
@@ -121,6 +126,7 @@ func (s *State) startOn(j *job, alloc []span) {
 	i, _ := slices.BinarySearchFunc(s.running, j, byEstEnd)
 	s.running = slices.Insert(s.running, i, j)
 	s.started = true
+	s.version++
 	s.ev.add(event{t: j.end, kind: evEnd, j: j})
 }
 
@@ -152,6 +158,7 @@ func (s *State) finish(j *job) {
 		panic("sim: ending a job that is not running")
 	}
 	s.running = slices.Delete(s.running, i, i+1)
+	s.version++
 	s.free += j.nodes
 	for _, sp := range j.alloc {
 		s.idle.setRange(int(sp.first), int(sp.n))
@@ -271,6 +278,7 @@ func (e *engine) run() {
 			j := e.order[e.next]
 			e.next++
 			s.queue = append(s.queue, j)
+			s.version++
 			e.sched.arrived(s, j)
 			e.events++
 		}

@@ -165,6 +165,32 @@ func ComputeMetrics(r *ElasticResult) Metrics {
 func Compare(base, r *ElasticResult) Comparison {
 	c := Comparison{Mode: r.Mode.String()}
 	latency := r.Policy.Grace + r.KillWait + r.Cycle
+	c.RegularStart = CompareRegular(base, r)
+	fin := map[int]time.Duration{}
+	var bt, rt time.Duration
+	for _, x := range base.Cal {
+		fin[x.ID] = x.Finish
+		bt += x.Finish - x.Submit
+	}
+	var cal []time.Duration
+	var calIDs []int
+	for _, x := range r.Cal {
+		rt += x.Finish - x.Submit
+		if f, ok := fin[x.ID]; ok {
+			cal = append(cal, x.Finish-f)
+			calIDs = append(calIDs, x.ID)
+		}
+	}
+	c.CalibrationFinish = summarize(cal, calIDs, latency)
+	if bt > 0 {
+		c.TurnaroundGain = 1 - rt.Seconds()/bt.Seconds()
+	}
+	return c
+}
+
+// CompareRegular is the change of the regular jobs' starts in r against
+// base (matched by ID and submit time), e.g. the regular jobs run alone.
+func CompareRegular(base, r *ElasticResult) Delta {
 	type key struct {
 		id     int
 		submit time.Duration
@@ -186,27 +212,20 @@ func Compare(base, r *ElasticResult) Comparison {
 			regIDs = append(regIDs, j.ID)
 		}
 	}
-	c.RegularStart = summarize(reg, regIDs, latency)
-	fin := map[int]time.Duration{}
-	var bt, rt time.Duration
-	for _, x := range base.Cal {
-		fin[x.ID] = x.Finish
-		bt += x.Finish - x.Submit
-	}
-	var cal []time.Duration
-	var calIDs []int
-	for _, x := range r.Cal {
-		rt += x.Finish - x.Submit
-		if f, ok := fin[x.ID]; ok {
-			cal = append(cal, x.Finish-f)
-			calIDs = append(calIDs, x.ID)
+	return summarize(reg, regIDs, r.Policy.Grace+r.KillWait+r.Cycle)
+}
+
+// RegularOnly is w without its calibration jobs: the regular jobs alone,
+// the reference for what glean's modes cost regular jobs.
+func RegularOnly(w *workload.Workload) *workload.Workload {
+	out := *w
+	out.Jobs = nil
+	for _, j := range w.Jobs {
+		if j.Kind != workload.Calibration {
+			out.Jobs = append(out.Jobs, j)
 		}
 	}
-	c.CalibrationFinish = summarize(cal, calIDs, latency)
-	if bt > 0 {
-		c.TurnaroundGain = 1 - rt.Seconds()/bt.Seconds()
-	}
-	return c
+	return &out
 }
 
 func summarize(d []time.Duration, ids []int, latency time.Duration) Delta {

@@ -17,6 +17,17 @@ import (
 type ModeReport struct {
 	Metrics
 	VsSlurm *Comparison `json:"vs_slurm,omitempty"`
+	// VsAlone is the regular jobs' start against the regular jobs run
+	// alone (no calibration job, no glean): what the mode costs them.
+	VsAlone *Delta `json:"regular_start_vs_alone,omitempty"`
+	// Backlog is what the unlimited backlog got, if there was one.
+	Backlog *BacklogRun `json:"backlog,omitempty"`
+}
+
+// RegularAlone is the regular jobs run alone.
+type RegularAlone struct {
+	Jobs     int           `json:"jobs"`
+	MeanWait time.Duration `json:"mean_wait_ns"`
 }
 
 // Report is `glean sim`'s output.
@@ -26,6 +37,8 @@ type Report struct {
 	Scheduler string       `json:"scheduler"`
 	Defaults  string       `json:"defaults"`
 	Modes     []ModeReport `json:"modes"`
+	// Alone is the regular jobs run alone, if they were.
+	Alone *RegularAlone `json:"regular_alone,omitempty"`
 }
 
 // Defaults states the assumptions every table is made under.
@@ -38,7 +51,18 @@ func Defaults(r *ElasticResult) string {
 // BuildReport runs nothing: it summarises results of one workload, the
 // SlurmOnly one (if any) being the reference for the deltas.
 func BuildReport(name string, results []*ElasticResult) Report {
+	return BuildReportAlone(name, results, nil)
+}
+
+// BuildReportAlone is BuildReport with alone, a SlurmOnly run of the
+// regular jobs alone (RegularOnly, no backlog), as the reference for what
+// each mode costs the regular jobs; nil leaves that out.
+func BuildReportAlone(name string, results []*ElasticResult, alone *ElasticResult) Report {
 	rep := Report{Workload: name}
+	if alone != nil {
+		m := ComputeMetrics(alone)
+		rep.Alone = &RegularAlone{Jobs: m.RegularJobs, MeanWait: m.RegularMeanWait}
+	}
 	var base *ElasticResult
 	for _, r := range results {
 		if r.Mode == SlurmOnly {
@@ -52,6 +76,11 @@ func BuildReport(name string, results []*ElasticResult) Report {
 			c := Compare(base, r)
 			mr.VsSlurm = &c
 		}
+		if alone != nil {
+			d := CompareRegular(alone, r)
+			mr.VsAlone = &d
+		}
+		mr.Backlog = r.Backlog
 		rep.Modes = append(rep.Modes, mr)
 	}
 	return rep
@@ -142,8 +171,72 @@ func (rep Report) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 	}
+	rep.writeGainCost(&b)
+	rep.writeBacklog(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeGainCost is who gains and who pays: the regular jobs' mean wait
+// and start change against the regular jobs alone, the calibration jobs'
+// turnaround against SLURM-only.
+func (rep Report) writeGainCost(b *strings.Builder) {
+	if rep.Alone == nil {
+		return
+	}
+	var slurm *ModeReport
+	for i := range rep.Modes {
+		if rep.Modes[i].Mode == SlurmOnly.String() {
+			slurm = &rep.Modes[i]
+		}
+	}
+	fmt.Fprintf(b, "\ngain and cost: regular jobs against the regular jobs run alone (%d jobs, mean wait %s), calibration jobs against SLURM-only\n",
+		rep.Alone.Jobs, fmtDur(rep.Alone.MeanWait))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode	regular mean wait	vs alone	vs SLURM-only	start vs alone: mean	p95	max	later	beyond	cal. mean turnaround	vs SLURM-only	cal. later	beyond	")
+	for _, m := range rep.Modes {
+		d := m.VsAlone
+		vsSlurm, turn, calLater, calBeyond := "-", "-", "-", "-"
+		if slurm != nil {
+			vsSlurm = signed(m.RegularMeanWait - slurm.RegularMeanWait)
+			turn = signed(m.MeanTurnaround - slurm.MeanTurnaround)
+		}
+		if c := m.VsSlurm; c != nil {
+			calLater, calBeyond = fmt.Sprint(c.CalibrationFinish.Worse), fmt.Sprint(c.CalibrationFinish.Beyond)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", m.Mode, fmtDur(m.RegularMeanWait),
+			signed(m.RegularMeanWait-rep.Alone.MeanWait), vsSlurm, signed(d.Mean), signed(d.P95), signed(d.Max), d.Worse, d.Beyond,
+			fmtDur(m.MeanTurnaround), turn, calLater, calBeyond)
+	}
+	tw.Flush()
+	fmt.Fprintf(b, "(beyond: later than grace + KillWait + one cycle; a regular job's start against the regular jobs alone, a calibration job's finish against SLURM-only)\n")
+}
+
+func (rep Report) writeBacklog(b *strings.Builder) {
+	if len(rep.Modes) == 0 || rep.Modes[0].Backlog == nil {
+		return
+	}
+	bl := rep.Modes[0].Backlog
+	fmt.Fprintf(b, "\nunlimited backlog: tasks of %v, scavenger, last in line, none started after %s\n", bl.TaskTime, fmtDur(bl.Until))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode	tasks	work node-h	waste node-h	pilots	")
+	for _, m := range rep.Modes {
+		if x := m.Backlog; x != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%d\t\n", m.Mode, x.Tasks, x.Work.Hours(), x.Waste.Hours(), x.Pilots)
+		}
+	}
+	tw.Flush()
+}
+
+// signed is fmtDur with an explicit sign.
+func signed(d time.Duration) string {
+	if d > 0 {
+		return "+" + fmtDur(d)
+	}
+	if d.Round(time.Second) == 0 {
+		return "0:00:00"
+	}
+	return fmtDur(d)
 }
 
 // Timeline is r's node use over time by kind, for plot.Utilization.

@@ -157,6 +157,7 @@ func (b *slurmLike) pass(s *State) {
 // (by their time limits) and of the reservations made so far in this pass;
 // a job that can start now starts, the others reserve their nodes.
 func (b *slurmLike) backfill(s *State) {
+	s.version++
 	clear(b.planStart)
 	clear(b.planNodes)
 	clear(b.planned)
