@@ -306,3 +306,51 @@ sleep 5
 		t.Errorf("the 24-node job started %v after the nodes came free, over the give-way latency %v", bStart.Sub(aEnd), limit)
 	}
 }
+
+// 6. Jobs of another user whose names and comments imitate glean's (a
+// pilot's name in the pilot partition, the real anchor's comment, a shadow
+// comment on a held job) are never touched: not cancelled, held, released
+// or counted as pilots.
+func TestImitatorsUntouched(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "imit.sh", shortTask, 0o755)
+	e.WriteFile(t, "imit/.keep", "", 0o644)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-39", "-o", "imit/%a.out", "imit.sh")
+	comment := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", anchor, "-o", "%k"))
+	if !strings.HasPrefix(comment, "glean:") {
+		t.Fatalf("anchor comment %q", comment)
+	}
+	// root's jobs (another user than the job's owner).
+	imitators := []string{
+		cl.Submit(t, "-p", "pilot", "-J", "glean-pilot", "--comment", comment, "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300"),
+		cl.Submit(t, "-p", "glean", "-J", "imit", "--comment", comment, "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300"),
+		cl.Submit(t, "--hold", "-J", "glean-pilot", "--comment", strings.Replace(comment, "glean:", "glean-shadow:", 1), "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300"),
+	}
+	r := e.WaitState(t, anchor, 2*time.Minute, spool.StateDone, spool.StateFailed)
+	if r.State != spool.StateDone {
+		t.Fatalf("record %s %+v", r.State, r.Tasks)
+	}
+	for _, p := range r.PilotJobs {
+		for _, id := range imitators {
+			if p.ID == id {
+				t.Errorf("imitator %s recorded as a pilot", id)
+			}
+		}
+	}
+	anchorEnds(t, e, anchor)
+	for _, id := range imitators {
+		state, _ := e.SlurmState(t, id)
+		reason := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", id, "-o", "%r"))
+		want := "RUNNING"
+		if id == imitators[2] {
+			want = "PENDING" // still on the user's own hold: never released
+		}
+		if state != want || (id == imitators[2]) != (reason == "JobHeldUser") {
+			t.Errorf("imitator %s is %s (%s), want %s", id, state, reason, want)
+		}
+	}
+	if log, _ := os.ReadFile(filepath.Join(e.Dir, "glean-helper.log")); strings.Contains(string(log), "job="+imitators[0]+" ") ||
+		strings.Contains(string(log), "job="+imitators[1]+" ") || strings.Contains(string(log), "job="+imitators[2]+" ") {
+		t.Errorf("the helper was asked to act on an imitator:\n%s", log)
+	}
+}
