@@ -328,8 +328,8 @@ func (x *Executor) book(r *spool.Record) (*book, error) {
 // work commits r's results and takes back its dead leases; it returns
 // the attempts committed, the leases taken back, the tasks running and
 // the pilots running them.
-func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]bool) {
-	busy = map[string]bool{}
+func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]time.Time) {
+	busy = map[string]time.Time{}
 	ws, err := x.opt.Spool.ScanWork(r.UID, r.ID)
 	if err != nil {
 		x.log.Warn("reading the work directory", "job", r.DirName(), "err", err)
@@ -357,7 +357,15 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 	for _, l := range ws.Leases {
 		if !x.leaseLost(now, l, snap, jobs) {
 			running++
-			busy[l.Lease.Pilot] = true
+			// When its task is expected to end (zero: unknown), so that the
+			// policy lets a pilot about to be free give way first.
+			end := time.Time{}
+			if tt := b.taskTime(r.Entry); tt > 0 && !l.Lease.Started.IsZero() {
+				end = l.Lease.Started.Add(tt)
+			}
+			if prev, ok := busy[l.Lease.Pilot]; !ok || (!prev.IsZero() && (end.IsZero() || end.After(prev))) {
+				busy[l.Lease.Pilot] = end
+			}
 			continue
 		}
 		ev := spool.TaskEvent{Index: l.Task, Attempt: "lost-" + spool.NewNonce()[:16], Reason: spool.ReasonLost,
@@ -435,7 +443,7 @@ func (x *Executor) judge(r *spool.Record, b *book, res spool.Result) spool.TaskE
 
 // pilotsSeen updates r's pilots from the snapshot and adds the live ones
 // to the policy's state; it reports whether the record changed.
-func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job, busy map[string]bool, pst *policy.State) bool {
+func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job, busy map[string]time.Time, pst *policy.State) bool {
 	changed := false
 	for i := range r.PilotJobs {
 		p := &r.PilotJobs[i]
@@ -449,7 +457,8 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 			}
 			continue
 		}
-		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: busy[p.ID]}
+		taskEnd, isBusy := busy[p.ID]
+		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd}
 		if j.Holds() {
 			pp.State, pp.Start, pp.End = policy.PilotRunning, j.Start, j.End
 			if len(j.Nodes) > 0 {
