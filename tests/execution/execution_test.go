@@ -354,3 +354,36 @@ func TestImitatorsUntouched(t *testing.T) {
 		t.Errorf("the helper was asked to act on an imitator:\n%s", log)
 	}
 }
+
+// scancel on the anchor cancels everything of the job: its pilots end,
+// its running tasks are stopped, nothing more runs, the record says so.
+func TestScancelAnchor(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "cancel.sh", `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID"
+sleep 60
+`, 0o755)
+	e.WriteFile(t, "cancel/.keep", "", 0o644)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-99", "-o", "cancel/%a.out", "cancel.sh")
+	e.WaitState(t, anchor, 60*time.Second, spool.StateRunning)
+	if r := e.AsUser(t, "", "scancel", anchor); r.Code != 0 {
+		t.Fatalf("scancel: %+v", r)
+	}
+	r := e.WaitState(t, anchor, 30*time.Second, spool.StateCancelled)
+	cl.WaitFor(t, 30*time.Second, "every pilot of the job to end", func() bool {
+		for _, p := range r.PilotJobs {
+			if s, _ := e.SlurmState(t, p.ID); s == "RUNNING" || s == "PENDING" || s == "COMPLETING" {
+				return false
+			}
+		}
+		return true
+	})
+	if n := len(strings.Fields(cl.Run(t, "squeue", "-h", "-p", "pilot", "-o", "%A"))); n != 0 {
+		t.Errorf("%d pilots left in the queue", n)
+	}
+	for _, ev := range e.TaskEvents(t, anchor) {
+		if ev.Reason == spool.ReasonCompleted {
+			t.Errorf("task %d completed after the cancel", ev.Index)
+		}
+	}
+}
