@@ -368,7 +368,17 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			}
 			continue
 		}
-		ev := spool.TaskEvent{Index: l.Task, Attempt: "lost-" + spool.NewNonce()[:16], Reason: spool.ReasonLost,
+		// The lease's own attempt id, so that a daemon that dies between
+		// the journal and the unlink does not commit the loss twice.
+		attempt := l.Lease.Attempt
+		if attempt == "" {
+			attempt = fmt.Sprintf("lost-%d-%d", l.Task, l.Heartbeat.UnixNano())
+		}
+		if b.committed[attempt] {
+			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
+			continue
+		}
+		ev := spool.TaskEvent{Index: l.Task, Attempt: attempt, Reason: spool.ReasonLost,
 			Pilot: l.Lease.Pilot, Node: l.Lease.Node, Start: l.Lease.Started, End: now}
 		if b.attempts[l.Task]+1 >= x.opt.MaxAttempts && b.final[l.Task] == "" {
 			ev.Reason, ev.Final, ev.Exit = spool.ReasonFailed, true, 1
