@@ -25,6 +25,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/cli"
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/daemon"
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/privhelper"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
@@ -86,8 +87,12 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		priv = &privhelper.Client{Socket: cfg.Helper.Socket, Timeout: privhelper.RequestTimeout(cfg.Slurm.Timeout.Duration) + 5*time.Second}
 	}
 	log.Info("privileged actions", "helper", cfg.Helper.Socket)
+	fail := failpoint.FromEnv()
+	if fail != nil {
+		log.Warn("a failpoint is armed: gleand will kill itself there (crash tests)", "failpoint", os.Getenv(failpoint.EnvVar))
+	}
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
-		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits},
+		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, Fail: fail},
 		records, &daemon.SlurmQueue{R: client.R}, priv, &daemon.SnapshotSizer{C: client}, log)
 	if err != nil {
 		return err
@@ -97,7 +102,8 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		return err
 	}
 	exec := daemon.NewExecutor(daemon.ExecOptions{Spool: sp, Policy: pcfg, DefaultMode: mode,
-		Retries: cfg.Limits.TaskRetries, HeartbeatTimeout: cfg.Daemon.HeartbeatTimeout.Duration},
+		Retries: cfg.Limits.TaskRetries, HeartbeatTimeout: cfg.Daemon.HeartbeatTimeout.Duration,
+		PilotPartition: cfg.Partitions.Pilot, Fail: fail},
 		intake, records, priv, client, log)
 	interval := cfg.Daemon.Interval.Duration
 	if interval == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/policy"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -25,7 +26,7 @@ import (
 // Actor is every privileged action of the execution path (the helper's
 // client in gleand).
 type Actor interface {
-	SubmitPilot(ctx context.Context, record string, minutes int, node string) (string, error)
+	SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (string, error)
 	CancelPilot(ctx context.Context, record, id string) error
 	CancelPending(ctx context.Context, id string) error
 	Release(ctx context.Context, id string) error
@@ -44,6 +45,8 @@ type ExecOptions struct {
 	Retries          int           // failed attempts a task may have before it fails for good
 	MaxAttempts      int           // attempts of any kind per task (a task that always hands back)
 	HeartbeatTimeout time.Duration // a lease not refreshed this long is taken back
+	PilotPartition   string        // where the helper submits pilots (adopting a pilot checks it)
+	Fail             *failpoint.Set
 }
 
 // Executor runs the execution slice of each round.
@@ -168,6 +171,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			if err := x.act.Release(ctx, r.Shadow); err != nil {
 				x.log.Warn("releasing the shadow array", "job", r.Shadow, "err", err)
 			} else {
+				x.opt.Fail.Hit("shadow/released")
 				r.ShadowReleased = true
 				changed[n] = true
 			}
@@ -207,6 +211,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				continue
 			}
 			delete(changed, n)
+			x.opt.Fail.Hit("end/recorded")
 			if x.finish(ctx, now, r, snap, jobs) {
 				st.Ended++
 			}
@@ -248,14 +253,29 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			if a.TimeLimit != cluster.Unlimited {
 				minutes = int((a.TimeLimit + time.Minute - 1) / time.Minute)
 			}
-			id, err := x.act.SubmitPilot(ctx, a.Job, minutes, a.Node)
-			if err != nil {
-				x.log.Warn("submitting a pilot", "job", a.Job, "err", err)
+			// Recorded (with its token) before the sbatch, and with its id
+			// right after: a crash in between leaves a token to adopt.
+			token := spool.NewNonce()
+			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{Token: token, Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
+			if err := x.records.Put(r); err != nil {
+				x.log.Error("recording a pilot before its submission", "job", a.Job, "err", err)
+				r.PilotJobs = r.PilotJobs[:len(r.PilotJobs)-1]
 				continue
 			}
-			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{ID: id, Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
+			x.opt.Fail.Hit("pilot/intent-recorded")
+			id, err := x.act.SubmitPilot(ctx, a.Job, minutes, a.Node, token)
+			if err != nil {
+				x.log.Warn("submitting a pilot", "job", a.Job, "err", err)
+				r.PilotJobs = r.PilotJobs[:len(r.PilotJobs)-1]
+				changed[a.Job] = true
+				continue
+			}
+			x.opt.Fail.Hit("pilot/submitted")
+			r.PilotJobs[len(r.PilotJobs)-1].ID = id
 			r.Pilots++
-			changed[a.Job] = true
+			if err := x.records.Put(r); err != nil {
+				x.log.Error("recording a pilot", "job", a.Job, "pilot", id, "err", err)
+			}
 			st.Submitted++
 			x.log.Info("pilot submitted", "job", a.Job, "pilot", id, "node", a.Node, "minutes", minutes)
 		case policy.CancelPilot:
@@ -270,6 +290,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				x.log.Error("recording a cancel", "job", a.Job, "err", err)
 				continue
 			}
+			x.opt.Fail.Hit("cancel/recorded")
 			if err := x.act.CancelPilot(ctx, a.Job, a.Pilot); err != nil {
 				x.log.Warn("cancelling a pilot", "pilot", a.Pilot, "err", err)
 				continue
@@ -345,6 +366,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 				x.log.Error("journal", "job", r.DirName(), "err", err)
 				return committed, lost, r.Tasks.Running, busy
 			}
+			x.opt.Fail.Hit("commit/journaled")
 			b.add(ev)
 			committed++
 		} else if ri.Err != nil {
@@ -388,6 +410,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			running++
 			continue
 		}
+		x.opt.Fail.Hit("lost/journaled")
 		b.add(ev)
 		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task); err != nil {
 			x.log.Warn("removing a dead lease", "job", r.DirName(), "task", l.Task, "err", err)
@@ -460,6 +483,12 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 		if !p.Ended.IsZero() {
 			continue
 		}
+		if p.ID == "" && x.adopt(r, p, snap) {
+			changed = true
+		}
+		if p.ID == "" {
+			continue
+		}
 		j := jobs[p.ID]
 		if j == nil || !(j.Pending() || j.Holds()) {
 			if snap.Complete {
@@ -481,12 +510,37 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 		}
 		pst.Pilots = append(pst.Pilots, pp)
 	}
-	// Keep the record small: forget pilots that ended long ago.
+	// Keep the record small: forget pilots that ended long ago, and
+	// submissions that never happened.
+	n := len(r.PilotJobs)
 	r.PilotJobs = slices.DeleteFunc(r.PilotJobs, func(p spool.PilotJob) bool {
-		return !p.Ended.IsZero() && now.Sub(p.Ended) > time.Hour
+		return !p.Ended.IsZero() && now.Sub(p.Ended) > time.Hour || p.ID == "" && snap.Complete
 	})
-	return changed
+	return changed || len(r.PilotJobs) != n
 }
+
+// adopt finds the pilot of a submission the daemon recorded by token only
+// (it died between the sbatch and recording the id): the owner's job in
+// the pilot partition whose comment is the token's.
+func (x *Executor) adopt(r *spool.Record, p *spool.PilotJob, snap *cluster.Snapshot) bool {
+	if p.Token == "" || !snap.Complete {
+		return false
+	}
+	want := privhelperComment(p.Token)
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if j.Comment == want && j.User == r.User && (x.opt.PilotPartition == "" || j.Partition == x.opt.PilotPartition) {
+			p.ID = j.ID
+			x.log.Info("pilot adopted after a restart", "job", r.DirName(), "pilot", j.ID)
+			return true
+		}
+	}
+	return false
+}
+
+// privhelperComment is privhelper.PilotComment (the daemon does not import
+// the helper's package).
+func privhelperComment(token string) string { return "glean-pilot:" + token }
 
 // needsEnd: the job ended (done, failed or cancelled) and something is
 // left to do: stop its agents and pilots, release its anchor.
@@ -543,6 +597,7 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		if err := x.act.Release(ctx, r.Anchor); err != nil {
 			x.log.Warn("releasing the anchor", "job", n, "anchor", r.Anchor, "err", err)
 		} else {
+			x.opt.Fail.Hit("end/released")
 			r.AnchorReleased, changed, released = true, true, true
 			x.log.Info("job ended; anchor released", "job", n, "anchor", r.Anchor, "state", r.State, "exit", r.Exit)
 		}

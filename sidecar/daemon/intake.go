@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -64,7 +65,7 @@ func (p *SlurmPrivileged) CancelPilot(ctx context.Context, _, id string) error {
 }
 
 // SubmitPilot needs root's sbatch --uid: only the helper can.
-func (p *SlurmPrivileged) SubmitPilot(context.Context, string, int, string) (string, error) {
+func (p *SlurmPrivileged) SubmitPilot(context.Context, string, int, string, string) (string, error) {
 	return "", errors.New("pilots are submitted as their owner by glean-helper: set helper.socket")
 }
 
@@ -111,6 +112,7 @@ type Options struct {
 	AnchorPartition string
 	PilotPartition  string
 	Limits          config.Limits
+	Fail            *failpoint.Set // crash tests only
 }
 
 // Intake takes entries in and follows the jobs' anchors.
@@ -354,12 +356,14 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		log.Error("recording before the hold", "err", err)
 		return ""
 	}
+	in.opt.Fail.Hit("intake/accepting-recorded")
 	for _, id := range verified {
 		if err := in.priv.Hold(ctx, id); err != nil {
 			log.Warn("admin hold; trying again next round", "job", id, "err", err)
 			return ""
 		}
 	}
+	in.opt.Fail.Hit("intake/held")
 	rec.State = spool.StateQueued
 	rec.Waiting = waiting(e, aj, jobs, now)
 	if len(rec.Waiting) > 0 {

@@ -42,10 +42,10 @@ func (c *Client) CancelPending(ctx context.Context, id string) error {
 }
 
 // SubmitPilot submits a pilot for record (jobs/<uid>.<id>) with a time
-// limit in minutes (0: UNLIMITED), pinned to node if not "", and returns
-// its job id.
-func (c *Client) SubmitPilot(ctx context.Context, record string, minutes int, node string) (string, error) {
-	return c.Ask(ctx, Request{Op: OpSubmitPilot, Record: record, Minutes: minutes, Node: node})
+// limit in minutes (0: UNLIMITED), pinned to node if not "", carrying
+// token in its comment, and returns its job id.
+func (c *Client) SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (string, error) {
+	return c.Ask(ctx, Request{Op: OpSubmitPilot, Record: record, Minutes: minutes, Node: node, Token: token})
 }
 
 // CancelPilot cancels pilot id of record.

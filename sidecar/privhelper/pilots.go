@@ -60,7 +60,7 @@ func (h *Handler) pilotArgs(r *spool.Record, gid int, req Request) []string {
 		"--nodes=1", "--exclusive", "--export=NONE", "--no-requeue",
 		"--signal=B:TERM@" + strconv.Itoa(int(p.Grace.Seconds())),
 		"--time=" + limit,
-		"--job-name=glean-pilot",
+		"--job-name=glean-pilot", "--comment=" + PilotComment(req.Token),
 		"--output=/dev/null", "--error=/dev/null", "--chdir=/tmp",
 	}
 	if p.QOS != "" {

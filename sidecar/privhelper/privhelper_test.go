@@ -19,6 +19,8 @@ import (
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
+const tok = "0123456789abcdef0123456789abcdef"
+
 func TestDecodeRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name, line string
@@ -39,13 +41,15 @@ func TestDecodeRequest(t *testing.T) {
 		{"two objects", `{"op":"hold","job":"1"}{"op":"cancel","job":"2"}`, Request{}, "data after the JSON object"},
 		{"not JSON", `hold 101`, Request{}, "malformed request"},
 		{"array", `[]`, Request{}, "malformed request"},
-		{"submit-pilot", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":5,"node":"c1"}`,
-			Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5, Node: "c1"}, ""},
-		{"submit-pilot with a job id", `{"op":"submit-pilot","job":"5","record":"1500.0190aaaaaaaa-12345678"}`, Request{}, "takes no job id"},
+		{"submit-pilot", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":5,"node":"c1","token":"0123456789abcdef0123456789abcdef"}`,
+			Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5, Node: "c1", Token: tok}, ""},
+		{"submit-pilot without a token", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":5}`, Request{}, "bad token"},
+		{"submit-pilot with a comment injection", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","token":"x --uid=0"}`, Request{}, "bad token"},
+		{"submit-pilot with a job id", `{"op":"submit-pilot","job":"5","record":"1500.0190aaaaaaaa-12345678","token":"0123456789abcdef0123456789abcdef"}`, Request{}, "takes no job id"},
 		{"submit-pilot with a path", `{"op":"submit-pilot","record":"../../etc"}`, Request{}, "bad record name"},
-		{"submit-pilot with an option for a node", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"--uid=0"}`, Request{}, "bad node name"},
-		{"submit-pilot with a hostlist", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"c[1-24]"}`, Request{}, "bad node name"},
-		{"submit-pilot with a negative limit", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":-1}`, Request{}, "bad time limit"},
+		{"submit-pilot with an option for a node", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"--uid=0","token":"0123456789abcdef0123456789abcdef"}`, Request{}, "bad node name"},
+		{"submit-pilot with a hostlist", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"c[1-24]","token":"0123456789abcdef0123456789abcdef"}`, Request{}, "bad node name"},
+		{"submit-pilot with a negative limit", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":-1,"token":"0123456789abcdef0123456789abcdef"}`, Request{}, "bad time limit"},
 		{"cancel-pilot", `{"op":"cancel-pilot","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{Op: OpCancelPilot, Record: "1500.0190aaaaaaaa-12345678", Job: "77"}, ""},
 		{"cancel with a record", `{"op":"cancel","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{}, "takes no record"},
 		{"hold with a node", `{"op":"hold","job":"77","node":"c1"}`, Request{}, "takes no time limit or node"},
@@ -301,32 +305,32 @@ func TestHandleChecks(t *testing.T) {
 		{"submit a pilot for a queued job", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 17, Node: "c3"}
-		}, "", "sbatch --parsable --uid=1500 --gid=1500 --partition=pilot --nodes=1 --exclusive --export=NONE --no-requeue --signal=B:TERM@60 --time=17 --job-name=glean-pilot --output=/dev/null --error=/dev/null --chdir=/tmp --nodelist=c3 /opt/glean/pilot.sh /opt/glean/glean-agent pilot --job RECORD --config /etc/glean/glean.toml"},
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 17, Node: "c3", Token: tok}
+		}, "", "sbatch --parsable --uid=1500 --gid=1500 --partition=pilot --nodes=1 --exclusive --export=NONE --no-requeue --signal=B:TERM@60 --time=17 --job-name=glean-pilot --comment=glean-pilot:0123456789abcdef0123456789abcdef --output=/dev/null --error=/dev/null --chdir=/tmp --nodelist=c3 /opt/glean/pilot.sh /opt/glean/glean-agent pilot --job RECORD --config /etc/glean/glean.toml"},
 		{"submit a pilot for an ended job", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateDone, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
 		}, "pilots are for queued or running jobs", ""},
 		{"submit a pilot for a system account", func(t *testing.T, fx *fixture) Request {
 			fx.h.Users = func(int) (string, error) { return "daemon", nil }
 			r, jobs := fx.record(t, 2, "daemon", spool.StateQueued, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
 		}, "is a system account", ""},
 		{"submit a pilot for root", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, 0, "root", spool.StateQueued, "101", "")
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
 		}, "does not act for root", ""},
 		{"submit a pilot whose anchor is another's", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
 			jobs[0].User = "bob"
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5}
+			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
 		}, "belongs to bob", ""},
 		{"submit a pilot for a record that does not exist", func(t *testing.T, fx *fixture) Request {
-			return Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5}
+			return Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5, Token: tok}
 		}, "record 1500.0190aaaaaaaa-12345678", ""},
 		{"cancel a recorded pilot", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
@@ -538,7 +542,11 @@ func TestServerAndClient(t *testing.T) {
 		t.Errorf("failure: %v", err)
 	}
 	mu.Lock()
-	if fmt.Sprint(got) != "[{hold 12  0 } {release 12  0 } {cancel 12  0 } {hold 13  0 } {hold 14  0 }]" {
+	var seen []string
+	for _, r := range got {
+		seen = append(seen, r.Op+" "+r.Job)
+	}
+	if strings.Join(seen, ",") != "hold 12,release 12,cancel 12,hold 13,hold 14" {
 		t.Errorf("requests %v", got)
 	}
 	mu.Unlock()

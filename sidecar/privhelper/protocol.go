@@ -52,6 +52,10 @@ type Request struct {
 	Record  string `json:"record,omitempty"`  // submit-pilot, cancel-pilot
 	Minutes int    `json:"minutes,omitempty"` // submit-pilot: the time limit; 0 = UNLIMITED
 	Node    string `json:"node,omitempty"`    // submit-pilot: --nodelist, or ""
+	// Token (submit-pilot): 32 hex digits the daemon recorded before
+	// asking; the pilot carries it in its comment, so that a daemon that
+	// died before recording the id finds its pilot again.
+	Token string `json:"token,omitempty"`
 }
 
 // Response is the helper's answer. Error is one line.
@@ -113,7 +117,10 @@ func DecodeRequest(line []byte) (Request, error) {
 		if req.Node != "" && !validNodeName(req.Node) {
 			return Request{}, refuse("bad node name %q", clip(req.Node))
 		}
-	} else if req.Minutes != 0 || req.Node != "" {
+		if !isHex32(req.Token) {
+			return Request{}, refuse("bad token %q: want 32 hex digits", clip(req.Token))
+		}
+	} else if req.Minutes != 0 || req.Node != "" || req.Token != "" {
 		return Request{}, refuse("%s takes no time limit or node", req.Op)
 	}
 	return req, nil
@@ -136,6 +143,21 @@ func validRecordName(s string) bool {
 	}
 	return uid == "0" || uid[0] != '0'
 }
+
+func isHex32(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// PilotComment is a pilot's --comment: its token.
+func PilotComment(token string) string { return "glean-pilot:" + token }
 
 // validNodeName: a Slurm node name (letters, digits, '-', '_', '.'),
 // never a hostlist expression or an option.

@@ -80,7 +80,11 @@ type Record struct {
 
 // PilotJob is one pilot as the daemon recorded it.
 type PilotJob struct {
-	ID        string        `json:"id"`
+	ID string `json:"id"` // "" while being submitted: Token finds it
+	// Token is recorded before the sbatch and carried in the pilot's
+	// comment: a daemon that died before recording ID adopts the pilot
+	// (its owner's job in the pilot partition with that comment).
+	Token     string        `json:"token,omitempty"`
 	Node      string        `json:"node,omitempty"` // the node it was sized for (--nodelist)
 	Submitted time.Time     `json:"submitted"`
 	TimeLimit time.Duration `json:"time_limit"`
