@@ -49,7 +49,13 @@ type Env struct {
 	GleanUID int
 	GleanGID int
 
+	// DaemonEnv is added to gleand's environment at its next start (e.g.
+	// GLEAN_FAILPOINT=name for crash tests).
+	DaemonEnv []string
+
 	daemon, helper *exec.Cmd
+	daemonDone     chan struct{} // closed when the current gleand exits
+	daemonStatus   error
 }
 
 // Options shape the installation's glean.toml.
@@ -207,6 +213,9 @@ func (e *Env) Launch() error {
 	start := func(name string, cred *syscall.Credential) (*exec.Cmd, error) {
 		cmd := exec.Command(filepath.Join(e.Bin, name), "-config", e.Config)
 		cmd.Env = []string{"PATH=" + BasePath, "SLURM_CONF=" + e.C.Conf}
+		if name == "gleand" {
+			cmd.Env = append(cmd.Env, e.DaemonEnv...)
+		}
 		logf, err := os.OpenFile(filepath.Join(e.Dir, name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, err
@@ -237,27 +246,60 @@ func (e *Env) Launch() error {
 			return err
 		}
 		e.daemon = d
+		done := make(chan struct{})
+		e.daemonDone = done
+		go func() {
+			e.daemonStatus = d.Wait()
+			close(done)
+		}()
 	}
 	return nil
+}
+
+// DaemonDone is closed when the running gleand exits; DaemonStatus is then
+// its Wait error.
+func (e *Env) DaemonDone() <-chan struct{} { return e.daemonDone }
+
+// DaemonStatus is how the last gleand ended (after DaemonDone).
+func (e *Env) DaemonStatus() error { return e.daemonStatus }
+
+// DaemonPID is the running gleand's pid, or 0.
+func (e *Env) DaemonPID() int {
+	if e.daemon == nil || e.daemon.Process == nil {
+		return 0
+	}
+	return e.daemon.Process.Pid
+}
+
+// ForgetDaemon clears a gleand that exited by itself (a failpoint), so
+// that Start starts a new one.
+func (e *Env) ForgetDaemon() {
+	if e.daemonDone != nil {
+		<-e.daemonDone
+	}
+	e.daemon = nil
 }
 
 // KillDaemon kills gleand with SIGKILL (crash tests); Start restarts it.
 func (e *Env) KillDaemon() {
 	if e.daemon != nil && e.daemon.Process != nil {
 		_ = e.daemon.Process.Kill()
-		_ = e.daemon.Wait()
+		<-e.daemonDone
 	}
 	e.daemon = nil
 }
 
 // Stop stops gleand, then glean-helper.
 func (e *Env) Stop() {
-	for _, p := range []**exec.Cmd{&e.daemon, &e.helper} {
-		if *p != nil && (*p).Process != nil {
-			_ = (*p).Process.Signal(syscall.SIGTERM)
-			_ = (*p).Wait()
-			*p = nil
-		}
+	if e.daemon != nil && e.daemon.Process != nil {
+		_ = e.daemon.Process.Signal(syscall.SIGTERM)
+		<-e.daemonDone
+		e.daemon = nil
+	}
+	if e.helper != nil && e.helper.Process != nil {
+		_ = e.helper.Process.Signal(syscall.SIGTERM)
+		_ = e.helper.Wait()
+		e.helper = nil
 	}
 }
 
