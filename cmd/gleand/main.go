@@ -102,8 +102,8 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		return err
 	}
 	exec := daemon.NewExecutor(daemon.ExecOptions{Spool: sp, Policy: pcfg, DefaultMode: mode,
-		Retries: cfg.Limits.TaskRetries, HeartbeatTimeout: cfg.Daemon.HeartbeatTimeout.Duration,
-		PilotPartition: cfg.Partitions.Pilot, Fail: fail},
+		Retries: cfg.Limits.TaskRetries, MaxAttempts: cfg.Limits.MaxAttempts, MaxWaste: cfg.Limits.MaxWaste.Duration,
+		HeartbeatTimeout: cfg.Daemon.HeartbeatTimeout.Duration, PilotPartition: cfg.Partitions.Pilot, Fail: fail},
 		intake, records, priv, client, log)
 	interval := cfg.Daemon.Interval.Duration
 	if interval == 0 {

@@ -40,6 +40,7 @@ type Config struct {
 	Spool      Spool      `toml:"spool"`
 	Policy     Policy     `toml:"policy"`
 	Limits     Limits     `toml:"limits"`
+	Checkpoint Checkpoint `toml:"checkpoint"`
 	Daemon     Daemon     `toml:"daemon"`
 	Helper     Helper     `toml:"helper"`
 }
@@ -87,6 +88,32 @@ type Limits struct {
 	// TaskRetries: how often a failed task is run again before it counts
 	// as failed. Give-way, time-limit and lost-pilot ends do not count.
 	TaskRetries int `toml:"task_retries"`
+	// MaxAttempts caps a task's attempts of any kind, MaxWaste the run
+	// time of its attempts that did not complete (0: no cap): a task that
+	// always checkpoints, or whose pilots always die, then fails for good.
+	MaxAttempts int      `toml:"max_attempts"`
+	MaxWaste    Duration `toml:"max_waste"`
+}
+
+// Checkpoint configures the checkpoint and hand-back contract
+// (docs/execution.md, "Checkpoint and hand-back").
+type Checkpoint struct {
+	// Root holds the per-task checkpoint directories <root>/<anchor>/<task>,
+	// outside the spool, created 0700 by the owner. It must be on a
+	// filesystem every compute node mounts. "" = $HOME/.glean/checkpoints;
+	// else an absolute path in which %u is the user's name (e.g.
+	// "/scratch/%u/glean-checkpoints").
+	Root string `toml:"root"`
+	// Command, when set, runs the tasks of jobs not marked
+	// --glean=checkpoint=yes: `Command <script> <args...>`, with the task's
+	// environment (GLEAN_CHECKPOINT_DIR, GLEAN_RESTARTED). It follows the
+	// task contract: on TERM save into GLEAN_CHECKPOINT_DIR and exit 99;
+	// restore from it when GLEAN_RESTARTED=1 (a DMTCP or CRIU wrapper).
+	Command string `toml:"command"`
+	// KeepCompleted and KeepFailed: how long a finished job's checkpoints
+	// are kept after it ended (done; failed or cancelled).
+	KeepCompleted Duration `toml:"keep_completed"`
+	KeepFailed    Duration `toml:"keep_failed"`
 }
 
 // Daemon configures gleand.
@@ -128,8 +155,10 @@ func Default() Config {
 		Spool:      Spool{Dir: "/var/spool/glean", Group: "glean", MaxEntryBytes: 1 << 20, MaxScriptBytes: 4 << 20},
 		Policy: Policy{DefaultMode: "fair", Margin: Duration{2 * time.Minute}, Grace: Duration{60 * time.Second},
 			MaxPendingPilots: 8, MinPilotTime: Duration{2 * time.Minute}},
-		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000, TaskRetries: 2},
-		Daemon: Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true, HeartbeatTimeout: Duration{time.Minute}},
+		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000, TaskRetries: 2,
+			MaxAttempts: 20, MaxWaste: Duration{24 * time.Hour}},
+		Checkpoint: Checkpoint{KeepFailed: Duration{7 * 24 * time.Hour}},
+		Daemon:     Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true, HeartbeatTimeout: Duration{time.Minute}},
 		Helper: Helper{Socket: "/run/glean/helper.sock", Agent: "/usr/bin/glean-agent",
 			PilotScript: "/usr/libexec/glean/pilot.sh", MinUID: 1000},
 	}
@@ -211,6 +240,21 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.TaskRetries < 0 {
 		bad("limits.task_retries", "must not be negative")
+	}
+	if c.Limits.MaxAttempts < 1 || c.Limits.MaxAttempts <= c.Limits.TaskRetries {
+		bad("limits.max_attempts", "must be at least 1 and more than task_retries, not %d", c.Limits.MaxAttempts)
+	}
+	if c.Limits.MaxWaste.Duration < 0 {
+		bad("limits.max_waste", "must not be negative (0: no cap)")
+	}
+	if r := c.Checkpoint.Root; r != "" && (!filepath.IsAbs(r) || filepath.Clean(r) != r || r == "/") {
+		bad("checkpoint.root", "must be \"\" ($HOME/.glean/checkpoints) or a clean absolute path, not %q", r)
+	}
+	if cmd := c.Checkpoint.Command; cmd != "" && (!filepath.IsAbs(cmd) || filepath.Clean(cmd) != cmd) {
+		bad("checkpoint.command", "must be \"\" or a clean absolute path, not %q", cmd)
+	}
+	if c.Checkpoint.KeepCompleted.Duration < 0 || c.Checkpoint.KeepFailed.Duration < 0 {
+		bad("checkpoint.keep_completed/keep_failed", "must not be negative")
 	}
 	if c.Daemon.HeartbeatTimeout.Duration < 10*time.Second {
 		bad("daemon.heartbeat_timeout", "must be at least 10s (agents refresh their leases every 5s)")

@@ -51,6 +51,10 @@ func TestLoadRejects(t *testing.T) {
 		{"not toml", "[policy\n", "glean.toml"},
 		{"relative helper socket", "[helper]\nsocket = \"run/helper.sock\"\n", "helper.socket"},
 		{"helper socket in /", "[helper]\nsocket = \"/helper.sock\"\n", "helper.socket"},
+		{"attempt cap below the retries", "[limits]\ntask_retries = 5\nmax_attempts = 5\n", "limits.max_attempts"},
+		{"negative waste cap", "[limits]\nmax_waste = \"-1h\"\n", "limits.max_waste"},
+		{"relative checkpoint root", "[checkpoint]\nroot = \"ckpt\"\n", "checkpoint.root"},
+		{"relative checkpoint command", "[checkpoint]\ncommand = \"dmtcp_launch\"\n", "checkpoint.command"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
@@ -44,6 +45,7 @@ type ExecOptions struct {
 	DefaultMode      policy.Mode
 	Retries          int           // failed attempts a task may have before it fails for good
 	MaxAttempts      int           // attempts of any kind per task (a task that always hands back)
+	MaxWaste         time.Duration // run time of a task's attempts that did not complete (0: no cap)
 	HeartbeatTimeout time.Duration // a lease not refreshed this long is taken back
 	PilotPartition   string        // where the helper submits pilots (adopting a pilot checks it)
 	Fail             *failpoint.Set
@@ -81,13 +83,15 @@ type book struct {
 	final     map[int]string // task -> completed | failed
 	failures  map[int]int
 	attempts  map[int]int
-	committed map[string]bool // attempt ids
-	runtimes  []time.Duration // of completed attempts
-	exit      int             // highest exit code of a task that failed for good
+	waste     map[int]time.Duration // run time of attempts that did not complete
+	committed map[string]bool       // attempt ids
+	runtimes  []time.Duration       // of completed attempts
+	exit      int                   // highest exit code of a task that failed for good
 }
 
 func newBook(evs []spool.TaskEvent) *book {
-	b := &book{final: map[int]string{}, failures: map[int]int{}, attempts: map[int]int{}, committed: map[string]bool{}}
+	b := &book{final: map[int]string{}, failures: map[int]int{}, attempts: map[int]int{}, waste: map[int]time.Duration{},
+		committed: map[string]bool{}}
 	for _, ev := range evs {
 		b.add(ev)
 	}
@@ -97,12 +101,15 @@ func newBook(evs []spool.TaskEvent) *book {
 func (b *book) add(ev spool.TaskEvent) {
 	b.committed[ev.Attempt] = true
 	b.attempts[ev.Index]++
+	if ev.Reason != spool.ReasonCompleted && ev.Reason != spool.ReasonDuplicate {
+		b.waste[ev.Index] += ev.RunTime()
+	}
 	switch ev.Reason {
 	case spool.ReasonFailed:
 		b.failures[ev.Index]++
 	case spool.ReasonCompleted:
-		if !ev.End.IsZero() && ev.End.After(ev.Start) {
-			b.runtimes = append(b.runtimes, ev.End.Sub(ev.Start))
+		if rt := ev.RunTime(); rt > 0 {
+			b.runtimes = append(b.runtimes, rt)
 		}
 	}
 	if ev.Final && b.final[ev.Index] == "" {
@@ -153,6 +160,12 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	for _, n := range names {
 		r := x.in.known[n]
 		if x.needsEnd(r) {
+			if r.State == spool.StateCancelled {
+				// The attempts its agents stopped are committed as cancelled.
+				if b, err := x.book(r); err == nil {
+					x.work(now, r, b, snap, jobs)
+				}
+			}
 			if x.finish(ctx, now, r, snap, jobs) {
 				st.Ended++
 			}
@@ -361,7 +374,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 	}
 	for _, ri := range ws.Results {
 		if ri.Err == nil && !b.committed[ri.Result.Attempt] && r.Entry.ArrayContains(ri.Result.Task) {
-			ev := x.judge(r, b, ri.Result)
+			ev := x.judge(r, b, ri.Result, snap, jobs)
 			if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
 				x.log.Error("journal", "job", r.DirName(), "err", err)
 				return committed, lost, r.Tasks.Running, busy
@@ -400,10 +413,19 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
 			continue
 		}
-		ev := spool.TaskEvent{Index: l.Task, Attempt: attempt, Reason: spool.ReasonLost,
-			Pilot: l.Lease.Pilot, Node: l.Lease.Node, Start: l.Lease.Started, End: now}
-		if b.attempts[l.Task]+1 >= x.opt.MaxAttempts && b.final[l.Task] == "" {
-			ev.Reason, ev.Final, ev.Exit = spool.ReasonFailed, true, 1
+		ev := spool.TaskEvent{Index: l.Task, Attempt: attempt, Pilot: l.Lease.Pilot, Node: l.Lease.Node,
+			Start: l.Lease.Started, End: now}
+		// Why its pilot went, from glean's record and the snapshot; the
+		// lease's pilot and node are the owner's claim, so a lie only
+		// changes which expected kill it is, and the caps still hold.
+		ev.Reason = x.killReason(r, l.Lease.Pilot, l.Lease.Node, l.Heartbeat, snap, jobs)
+		if ev.Reason == "" {
+			ev.Reason = spool.ReasonLost
+		}
+		if b.final[l.Task] != "" {
+			ev.Reason = spool.ReasonDuplicate
+		} else {
+			x.cap(b, &ev)
 		}
 		if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
 			x.log.Error("journal", "job", r.DirName(), "err", err)
@@ -436,43 +458,138 @@ func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, snap *cluster.Sna
 }
 
 // judge decides an attempt's end reason from the daemon's and Slurm's
-// facts: the agent's outcome says how the process ended; whether glean
-// cancelled the pilot says why.
-func (x *Executor) judge(r *spool.Record, b *book, res spool.Result) spool.TaskEvent {
+// facts. The agent's outcome (written as the job's owner) says only how the
+// process ended: by itself (exit 0: completed, else failed) or killed
+// (after the agent's TERM, or by a signal it did not send). Why a killed
+// attempt ended comes from glean's record and the snapshot (killReason);
+// a kill nothing explains is the pilot's loss when the agent stopped the
+// task, and the task's failure when a signal the agent did not send killed
+// it (the OOM killer). Failures consume the retry budget; every attempt
+// counts towards the attempt and waste caps.
+func (x *Executor) judge(r *spool.Record, b *book, res spool.Result, snap *cluster.Snapshot, jobs map[string]*cluster.Job) spool.TaskEvent {
 	ev := spool.TaskEvent{Index: res.Task, Attempt: res.Attempt, Exit: res.Exit, Pilot: res.Pilot, Node: res.Node,
-		Start: res.Start, End: res.End}
-	var cancelled bool
-	for _, p := range r.PilotJobs {
-		if p.ID == res.Pilot && p.Cancelled {
-			cancelled = true
+		Start: res.Start, End: res.End, Checkpointed: res.Outcome == spool.OutcomeCheckpointed}
+	if b.final[res.Task] != "" {
+		ev.Reason = spool.ReasonDuplicate // ran twice; on the record once
+		return ev
+	}
+	switch res.Outcome {
+	case spool.OutcomeExited:
+		if res.Exit == 0 {
+			ev.Reason, ev.Final = spool.ReasonCompleted, true
+			return ev
+		}
+	case spool.OutcomeCheckpointed, spool.OutcomeHandedBack, spool.OutcomeSignaled:
+		ev.Reason = x.killReason(r, res.Pilot, res.Node, res.End, snap, jobs)
+		if ev.Reason == "" && res.Outcome != spool.OutcomeSignaled {
+			ev.Reason = spool.ReasonLost
 		}
 	}
-	switch {
-	case b.final[res.Task] != "":
-		ev.Reason = "duplicate" // ran twice; on the record once
-		return ev
-	case res.Outcome == spool.OutcomeExited && res.Exit == 0:
-		ev.Reason, ev.Final = spool.ReasonCompleted, true
-		return ev
-	case res.Outcome == spool.OutcomeCheckpointed || res.Outcome == spool.OutcomeHandedBack || (cancelled && res.Outcome == spool.OutcomeSignaled):
-		ev.Reason = spool.ReasonHandBack
-		if cancelled {
-			ev.Reason = spool.ReasonGiveWay
-		}
-	default:
+	if ev.Reason == "" {
 		ev.Reason = spool.ReasonFailed
 		if b.failures[res.Task]+1 > x.opt.Retries {
 			ev.Final = true
+			ev.Detail = fmt.Sprintf("failed %d times (limits.task_retries = %d)", b.failures[res.Task]+1, x.opt.Retries)
 		}
 	}
-	if !ev.Final && b.attempts[res.Task]+1 >= x.opt.MaxAttempts {
-		ev.Reason, ev.Final = spool.ReasonFailed, true
-		if ev.Exit == 0 {
-			ev.Exit = 1
-		}
-	}
+	x.cap(b, &ev)
 	return ev
 }
+
+// cap ends a task for good when this attempt reaches the attempt cap or
+// the waste cap, so that a task that always checkpoints (or whose pilots
+// always die) cannot run forever.
+func (x *Executor) cap(b *book, ev *spool.TaskEvent) {
+	if ev.Final {
+		return
+	}
+	n, waste := b.attempts[ev.Index]+1, b.waste[ev.Index]+ev.RunTime()
+	switch {
+	case n >= x.opt.MaxAttempts:
+		ev.Detail = fmt.Sprintf("%s; %d attempts (limits.max_attempts = %d)", ev.Reason, n, x.opt.MaxAttempts)
+	case x.opt.MaxWaste > 0 && waste >= x.opt.MaxWaste:
+		ev.Detail = fmt.Sprintf("%s; %s run without completing (limits.max_waste = %s)", ev.Reason,
+			waste.Round(time.Second), x.opt.MaxWaste)
+	default:
+		return
+	}
+	ev.Reason, ev.Final = spool.ReasonFailed, true
+	if ev.Exit == 0 {
+		ev.Exit = 1
+	}
+}
+
+// timeLimitSlack allows for squeue's whole seconds and the agent's
+// reaction to TERM when matching an attempt's end to its pilot's end.
+const timeLimitSlack = 5 * time.Second
+
+// killReason says why an attempt that was killed, or whose lease was
+// lost, ended, from what glean recorded and the snapshot shows; "" when
+// nothing does. pilot and node are what the agent wrote (the job's owner:
+// a lie can only pick another expected kill, bounded by the caps); ended
+// is when the attempt ended (or its lease's last heartbeat).
+//
+// In order: the job was cancelled; glean cancelled the pilot (give-way,
+// pending timeout, no work: the attempts it ends are give-way; a pilot of
+// an ended job: cancelled); the node is down or drained (node failure);
+// Slurm shows the pilot PREEMPTED; the attempt ended within the grace of
+// the pilot's end (time limit); the pilot is gone and another job holds its
+// node (preempted).
+func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Time, snap *cluster.Snapshot, jobs map[string]*cluster.Job) string {
+	if r.State == spool.StateCancelled {
+		return spool.ReasonCancelled
+	}
+	var p *spool.PilotJob
+	for i := range r.PilotJobs {
+		if r.PilotJobs[i].ID == pilot {
+			p = &r.PilotJobs[i]
+		}
+	}
+	if p != nil && p.Cancelled {
+		if p.Cause == causeJobEnded {
+			return spool.ReasonCancelled
+		}
+		return spool.ReasonGiveWay
+	}
+	if p == nil {
+		return "" // not a pilot glean knows: nothing to go by
+	}
+	if node == "" {
+		node = p.Node
+	}
+	for _, n := range snap.Nodes {
+		if n.Name == node && (n.State == cluster.NodeDown || n.State == cluster.NodeDrain) {
+			return spool.ReasonNodeFailure
+		}
+	}
+	j := jobs[pilot]
+	if j != nil && strings.HasPrefix(strings.ToUpper(j.RawState), "PREEMPT") {
+		return spool.ReasonPreempted
+	}
+	end := p.End
+	if j != nil && j.Holds() && !j.End.IsZero() {
+		end = j.End
+	}
+	if end.IsZero() && !p.Started.IsZero() && p.TimeLimit > 0 && p.TimeLimit != cluster.Unlimited {
+		end = p.Started.Add(p.TimeLimit)
+	}
+	if !end.IsZero() && !ended.IsZero() && !ended.Before(end.Add(-x.opt.Policy.Grace-timeLimitSlack)) {
+		return spool.ReasonTimeLimit
+	}
+	if snap.Complete && (j == nil || !j.Holds()) && node != "" {
+		for i := range snap.Jobs {
+			o := &snap.Jobs[i]
+			if o.ID != pilot && o.Holds() && slices.Contains(o.Nodes, node) {
+				return spool.ReasonPreempted
+			}
+		}
+	}
+	return ""
+}
+
+// causeJobEnded is the cause recorded on the pilots of an ended job that
+// finish cancels.
+const causeJobEnded = "job-ended"
 
 // pilotsSeen updates r's pilots from the snapshot and adds the live ones
 // to the policy's state; it reports whether the record changed.
@@ -506,6 +623,9 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 			if p.Started.IsZero() {
 				p.Started, changed = now, true
 				pst.Started = true
+			}
+			if !j.End.IsZero() && !j.End.Equal(p.End) {
+				p.End, changed = j.End, true // for judging time-limit ends
 			}
 		}
 		pst.Pilots = append(pst.Pilots, pp)
@@ -586,7 +706,7 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		// Idle pilots of a finished job leave by themselves; pending ones
 		// and those of a cancelled job are cancelled.
 		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && !p.Cancelled {
-			p.Cancelled, p.Cause, changed = true, "job-ended", true
+			p.Cancelled, p.Cause, changed = true, causeJobEnded, true
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
 			}

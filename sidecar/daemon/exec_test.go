@@ -4,43 +4,132 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/policy"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
-// judge decides end reasons from glean's own facts: whether it cancelled
-// the pilot, the retry budget, the attempt cap; never from a claim alone.
+// judge decides end reasons from glean's own facts (its record of the
+// pilots and the job, the snapshot), never from the agent's claim alone:
+// the outcome only says whether the process exited by itself or was
+// killed. Failures consume the retry budget, expected kills do not, and
+// every attempt counts towards the attempt and waste caps.
 func TestJudge(t *testing.T) {
-	x := &Executor{opt: ExecOptions{Retries: 2, MaxAttempts: 5}}
-	rec := &spool.Record{PilotJobs: []spool.PilotJob{{ID: "10"}, {ID: "11", Cancelled: true, Cause: "give-way"}}}
-	res := func(task int, pilot, outcome string, exit int) spool.Result {
-		return spool.Result{Task: task, Attempt: "a" + pilot, Pilot: pilot, Outcome: outcome, Exit: exit}
+	t0 := time.Unix(1_800_000_000, 0)
+	pc := policy.DefaultConfig()
+	pc.Grace = time.Minute
+	x := &Executor{opt: ExecOptions{Retries: 2, MaxAttempts: 5, MaxWaste: 10 * time.Hour, Policy: pc}}
+	// Pilots: 10 runs on n1 until t0+1h; 11 was cancelled by glean to give
+	// way; 12 ran on n2 (now down); 13 ran on n3 and is gone, n3 now runs
+	// another job; 14 shows PREEMPTED; 15 on n5 gone, n5 idle; 16 was
+	// cancelled because its job ended.
+	rec := func(state string) *spool.Record {
+		return &spool.Record{State: state, PilotJobs: []spool.PilotJob{
+			{ID: "10", Node: "n1", Started: t0, TimeLimit: time.Hour, End: t0.Add(time.Hour)},
+			{ID: "11", Node: "n1", Cancelled: true, Cause: "give-way"},
+			{ID: "12", Node: "n2", Started: t0},
+			{ID: "13", Node: "n3", Started: t0, TimeLimit: time.Hour},
+			{ID: "14", Node: "n4", Started: t0},
+			{ID: "15", Node: "n5", Started: t0, TimeLimit: 2 * time.Hour},
+			{ID: "16", Node: "n6", Cancelled: true, Cause: causeJobEnded},
+		}}
+	}
+	snap := &cluster.Snapshot{Complete: true,
+		Nodes: []cluster.Node{{Name: "n1", State: cluster.NodeAlloc}, {Name: "n2", State: cluster.NodeDown},
+			{Name: "n3", State: cluster.NodeAlloc}, {Name: "n4", State: cluster.NodeAlloc}, {Name: "n5", State: cluster.NodeIdle},
+			{Name: "n6", State: cluster.NodeIdle}},
+		Jobs: []cluster.Job{
+			{ID: "10", State: cluster.JobRunning, Nodes: []string{"n1"}, Start: t0, End: t0.Add(time.Hour)},
+			{ID: "14", State: cluster.JobOther, RawState: "PREEMPTED", Nodes: []string{"n4"}},
+			{ID: "900", State: cluster.JobRunning, Nodes: []string{"n3"}},
+		}}
+	jobs := map[string]*cluster.Job{}
+	for i := range snap.Jobs {
+		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
+	}
+	// res is an attempt of task 1 on pilot that ran 10 minutes to end.
+	res := func(pilot, outcome string, exit int, end time.Time) spool.Result {
+		return spool.Result{Task: 1, Attempt: "a" + pilot, Pilot: pilot, Outcome: outcome, Exit: exit,
+			Start: end.Add(-10 * time.Minute), End: end}
+	}
+	mid := t0.Add(30 * time.Minute)
+	failed := func(ids ...string) (evs []spool.TaskEvent) {
+		for _, id := range ids {
+			evs = append(evs, spool.TaskEvent{Index: 1, Attempt: id, Reason: spool.ReasonFailed})
+		}
+		return evs
+	}
+	kills := func(reason string, ids ...string) (evs []spool.TaskEvent) {
+		for _, id := range ids {
+			evs = append(evs, spool.TaskEvent{Index: 1, Attempt: id, Reason: reason})
+		}
+		return evs
 	}
 	for _, tc := range []struct {
 		name   string
+		state  string            // the job's state (default running)
 		events []spool.TaskEvent // already committed
 		res    spool.Result
 		reason string
 		final  bool
+		ckpt   bool
 	}{
-		{"completed", nil, res(1, "10", spool.OutcomeExited, 0), spool.ReasonCompleted, true},
-		{"failed, retries left", nil, res(1, "10", spool.OutcomeExited, 3), spool.ReasonFailed, false},
-		{"failed, last retry", []spool.TaskEvent{{Index: 1, Attempt: "x", Reason: spool.ReasonFailed}, {Index: 1, Attempt: "y", Reason: spool.ReasonFailed}},
-			res(1, "10", spool.OutcomeExited, 3), spool.ReasonFailed, true},
-		{"checkpointed on give-way", nil, res(1, "11", spool.OutcomeCheckpointed, 99), spool.ReasonGiveWay, false},
-		{"killed on give-way", nil, res(1, "11", spool.OutcomeSignaled, 143), spool.ReasonGiveWay, false},
-		{"killed, not by glean", nil, res(1, "10", spool.OutcomeSignaled, 137), spool.ReasonFailed, false},
-		{"handed back by its agent", nil, res(1, "10", spool.OutcomeHandedBack, 143), spool.ReasonHandBack, false},
-		{"a claim of give-way from a pilot glean did not cancel does not count as give-way", nil, res(1, "10", spool.OutcomeCheckpointed, 99), spool.ReasonHandBack, false},
-		{"hand-backs capped", []spool.TaskEvent{{Index: 1, Attempt: "p", Reason: spool.ReasonHandBack}, {Index: 1, Attempt: "q", Reason: spool.ReasonHandBack},
-			{Index: 1, Attempt: "r", Reason: spool.ReasonGiveWay}, {Index: 1, Attempt: "s", Reason: spool.ReasonLost}},
-			res(1, "10", spool.OutcomeHandedBack, 143), spool.ReasonFailed, true},
-		{"a second completion is a duplicate", []spool.TaskEvent{{Index: 1, Attempt: "z", Reason: spool.ReasonCompleted, Final: true}},
-			res(1, "10", spool.OutcomeExited, 0), "duplicate", false},
+		{name: "completed", res: res("10", spool.OutcomeExited, 0, mid), reason: spool.ReasonCompleted, final: true},
+		{name: "failed, retries left", res: res("10", spool.OutcomeExited, 3, mid), reason: spool.ReasonFailed},
+		{name: "failed, last retry", events: failed("x", "y"), res: res("10", spool.OutcomeExited, 3, mid), reason: spool.ReasonFailed, final: true},
+		{name: "not started is a failure", res: res("10", spool.OutcomeNotStarted, 127, mid), reason: spool.ReasonFailed},
+		{name: "expected kills do not consume retries", events: append(failed("x", "y"), kills(spool.ReasonGiveWay, "p")...),
+			res: res("11", spool.OutcomeCheckpointed, 99, mid), reason: spool.ReasonGiveWay, ckpt: true},
+
+		{name: "checkpointed on give-way", res: res("11", spool.OutcomeCheckpointed, 99, mid), reason: spool.ReasonGiveWay, ckpt: true},
+		{name: "stopped on give-way, no checkpoint", res: res("11", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonGiveWay},
+		{name: "killed on give-way", res: res("11", spool.OutcomeSignaled, 137, mid), reason: spool.ReasonGiveWay},
+		{name: "even an exit the task chose on give-way is its own failure", res: res("11", spool.OutcomeExited, 1, mid), reason: spool.ReasonFailed},
+
+		{name: "time limit: ended within the grace of the pilot's end", res: res("10", spool.OutcomeCheckpointed, 99, t0.Add(time.Hour-50*time.Second)),
+			reason: spool.ReasonTimeLimit, ckpt: true},
+		{name: "time limit from the recorded start + limit once the pilot is gone", res: res("13", spool.OutcomeHandedBack, 143, t0.Add(time.Hour-30*time.Second)),
+			reason: spool.ReasonTimeLimit},
+		{name: "killed long before the time limit is no time limit", res: res("10", spool.OutcomeSignaled, 137, t0.Add(time.Hour-5*time.Minute)),
+			reason: spool.ReasonFailed},
+
+		{name: "node failure: the node is down", res: res("12", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonNodeFailure},
+		{name: "node failure beats a signal", res: res("12", spool.OutcomeSignaled, 137, mid), reason: spool.ReasonNodeFailure},
+		{name: "a task that exits 1 on a failing node still failed", res: res("12", spool.OutcomeExited, 1, mid), reason: spool.ReasonFailed},
+
+		{name: "preempted: Slurm shows it", res: res("14", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonPreempted},
+		{name: "preempted: pilot gone, its node runs another job", res: res("13", spool.OutcomeSignaled, 143, mid), reason: spool.ReasonPreempted},
+
+		{name: "pilot lost: the agent stopped it, nothing explains why", res: res("15", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonLost},
+		{name: "a signal nobody explains is the task's failure (OOM)", res: res("15", spool.OutcomeSignaled, 137, mid), reason: spool.ReasonFailed},
+		{name: "a claim of a checkpoint from a pilot glean does not know is no give-way", res: res("99", spool.OutcomeCheckpointed, 99, mid),
+			reason: spool.ReasonLost, ckpt: true},
+
+		{name: "cancelled: the job was cancelled", state: spool.StateCancelled, res: res("10", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonCancelled},
+		{name: "cancelled: glean cancelled the pilot of an ended job", res: res("16", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonCancelled},
+
+		{name: "attempts capped", events: append(kills(spool.ReasonGiveWay, "p", "q", "r"), kills(spool.ReasonLost, "s")...),
+			res: res("11", spool.OutcomeCheckpointed, 99, mid), reason: spool.ReasonFailed, final: true, ckpt: true},
+		{name: "waste capped: a task that always checkpoints", events: []spool.TaskEvent{{Index: 1, Attempt: "w", Reason: spool.ReasonGiveWay,
+			Start: t0, End: t0.Add(9*time.Hour + 55*time.Minute)}},
+			res: res("11", spool.OutcomeCheckpointed, 99, mid), reason: spool.ReasonFailed, final: true, ckpt: true},
+		{name: "completed on the last attempt is completed", events: kills(spool.ReasonGiveWay, "p", "q", "r", "s"),
+			res: res("10", spool.OutcomeExited, 0, mid), reason: spool.ReasonCompleted, final: true},
+		{name: "a second completion is a duplicate", events: []spool.TaskEvent{{Index: 1, Attempt: "z", Reason: spool.ReasonCompleted, Final: true}},
+			res: res("10", spool.OutcomeExited, 0, mid), reason: spool.ReasonDuplicate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := x.judge(rec, newBook(tc.events), tc.res)
-			if ev.Reason != tc.reason || ev.Final != tc.final {
-				t.Errorf("got %s final=%v, want %s final=%v", ev.Reason, ev.Final, tc.reason, tc.final)
+			state := tc.state
+			if state == "" {
+				state = spool.StateRunning
+			}
+			ev := x.judge(rec(state), newBook(tc.events), tc.res, snap, jobs)
+			if ev.Reason != tc.reason || ev.Final != tc.final || ev.Checkpointed != tc.ckpt {
+				t.Errorf("got %s final=%v checkpointed=%v (%s), want %s final=%v checkpointed=%v",
+					ev.Reason, ev.Final, ev.Checkpointed, ev.Detail, tc.reason, tc.final, tc.ckpt)
+			}
+			if ev.Final && ev.Reason == spool.ReasonFailed && ev.Exit == 0 {
+				t.Errorf("a task failed for good with exit 0")
 			}
 		})
 	}

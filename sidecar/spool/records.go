@@ -89,6 +89,7 @@ type PilotJob struct {
 	Submitted time.Time     `json:"submitted"`
 	TimeLimit time.Duration `json:"time_limit"`
 	Started   time.Time     `json:"started,omitzero"`
+	End       time.Time     `json:"end,omitzero"` // Slurm's end of the running pilot (its time limit), as squeue last showed it
 	Retiring  bool          `json:"retiring,omitempty"`
 	Cancelled bool          `json:"cancelled,omitempty"` // glean cancelled it (give-way, timeout, no work)
 	Cause     string        `json:"cause,omitempty"`

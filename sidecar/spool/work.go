@@ -93,15 +93,34 @@ type Result struct {
 	Detail  string    `json:"detail,omitempty"`
 }
 
-// End reasons the daemon commits (issue 6 types them fully).
+// End reasons the daemon commits (docs/execution.md, "End reasons"). Only
+// ReasonFailed consumes a task's retry budget; the expected kills
+// (give-way, time limit, preempted, node failure, pilot lost, cancelled)
+// do not, but they count towards the attempt and waste caps.
 const (
-	ReasonCompleted = "completed"
-	ReasonFailed    = "failed"
-	ReasonGiveWay   = "give-way"
-	ReasonHandBack  = "handed-back"
-	ReasonLost      = "pilot-lost"
-	ReasonCancelled = "cancelled"
+	ReasonCompleted   = "completed"    // exit 0
+	ReasonFailed      = "failed"       // the task's own failure, or a cap reached
+	ReasonGiveWay     = "give-way"     // glean cancelled the pilot (a regular job needs the node, no work, timeout)
+	ReasonTimeLimit   = "time-limit"   // ended within the grace of the pilot's time limit
+	ReasonPreempted   = "preempted"    // Slurm preempted the pilot, or gave its node to another job
+	ReasonNodeFailure = "node-failure" // the pilot's node is down or drained
+	ReasonLost        = "pilot-lost"   // the pilot vanished or stopped the task for a reason glean cannot name
+	ReasonCancelled   = "cancelled"    // the job was cancelled (scancel of the anchor, glean cancel)
+	ReasonDuplicate   = "duplicate"    // a second completion of a finished task: it ran twice, on the record once
+	// ReasonHandBack is no longer committed (before typed reasons: the
+	// agent stopped the task); older journals may hold it.
+	ReasonHandBack = "handed-back"
 )
+
+// ExpectedKill reports whether reason is an end that is not the task's
+// fault: it never consumes the retry budget.
+func ExpectedKill(reason string) bool {
+	switch reason {
+	case ReasonGiveWay, ReasonTimeLimit, ReasonPreempted, ReasonNodeFailure, ReasonLost, ReasonCancelled, ReasonHandBack:
+		return true
+	}
+	return false
+}
 
 // TaskEvent is a task's line in the journal: one attempt, committed once.
 type TaskEvent struct {
@@ -114,6 +133,19 @@ type TaskEvent struct {
 	Node    string    `json:"node,omitempty"`
 	Start   time.Time `json:"start,omitzero"`
 	End     time.Time `json:"end,omitzero"`
+	// Checkpointed: the task exited with CheckpointExit after the agent's
+	// TERM; the next attempt resumes (GLEAN_RESTARTED=1). It says how the
+	// process ended, never why: the reason is the daemon's.
+	Checkpointed bool   `json:"checkpointed,omitempty"`
+	Detail       string `json:"detail,omitempty"` // e.g. which cap ended the task
+}
+
+// RunTime is how long the attempt ran (0 when unknown).
+func (ev TaskEvent) RunTime() time.Duration {
+	if ev.Start.IsZero() || !ev.End.After(ev.Start) {
+		return 0
+	}
+	return ev.End.Sub(ev.Start)
 }
 
 // Control is what the daemon tells a job's agents.
