@@ -30,3 +30,73 @@ glean_items() {
 		return 1
 	fi
 }
+
+# ---- checkpoint and hand-back (docs/execution.md) ----
+#
+# glean gives a node back the moment a regular job needs it. A task then
+# gets SIGTERM and the grace (policy.grace, 1 minute by default) to save its
+# state into its checkpoint directory and exit with status 99; the next
+# attempt of the task (on any node) starts with GLEAN_RESTARTED=1 and the
+# directory as it was left. Any other end starts the next attempt from
+# scratch: GLEAN_RESTARTED=0 and an empty directory.
+#
+#   . /usr/share/glean/glean.sh
+#   dir=$(glean_checkpoint_dir)
+#   if [ "$GLEAN_RESTARTED" = 1 ]; then read -r i < "$dir/state"; else i=0; fi
+#   glean_on_term 'echo "$i" > "$dir/state"'
+#
+# The agent sets, besides GLEAN_ATTEMPT (1, 2, ...), GLEAN_RESTARTED and
+# GLEAN_CHECKPOINT_DIR (<checkpoint.root>/<job id>/<task id>, default root
+# $HOME/.glean/checkpoints). Where glean is absent they default to 1, 0 and
+# ${GLEAN_CHECKPOINT_ROOT:-$HOME/.glean/checkpoints}/<array job id>/<task id>.
+
+GLEAN_CHECKPOINT_EXIT=99
+: "${GLEAN_ATTEMPT:=1}"
+: "${GLEAN_RESTARTED:=0}"
+
+# glean_checkpoint_dir prints this task's checkpoint directory, creating it
+# (mode 0700) if needed. It is readable only by its owner and kept across
+# the task's attempts; it lives outside the spool, so it must be on a
+# filesystem every compute node mounts ($HOME, or checkpoint.root).
+glean_checkpoint_dir() {
+	if [ -n "${GLEAN_CHECKPOINT_DIR:-}" ]; then
+		_gc_dir=$GLEAN_CHECKPOINT_DIR
+	else
+		_gc_job=${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-}}
+		if [ -z "$_gc_job" ] || { [ -z "${GLEAN_CHECKPOINT_ROOT:-}" ] && [ -z "${HOME:-}" ]; }; then
+			echo "glean_checkpoint_dir: no job id, or neither GLEAN_CHECKPOINT_ROOT nor HOME is set" >&2
+			return 1
+		fi
+		_gc_dir=${GLEAN_CHECKPOINT_ROOT:-$HOME/.glean/checkpoints}/$_gc_job/${SLURM_ARRAY_TASK_ID:-0}
+	fi
+	if ! (umask 077 && mkdir -p "$_gc_dir" && chmod 700 "$_gc_dir"); then
+		echo "glean_checkpoint_dir: cannot create $_gc_dir" >&2
+		return 1
+	fi
+	printf '%s\n' "$_gc_dir"
+}
+
+# glean_on_term CMD... runs CMD (evaluated like trap's argument) when the
+# task gets SIGTERM, then exits 99 ("checkpointed: resume me") if CMD
+# succeeded, 143 (killed by TERM: start again from scratch) if not. The
+# TERM goes to the task's whole process group: a command running in the
+# foreground is TERMed too and the shell runs CMD when it returned, so CMD
+# must save the state of the last finished step, and a step's variables
+# should change in one command (a=... b=... on one line).
+glean_on_term() {
+	if [ $# -eq 0 ]; then
+		echo "glean_on_term: usage: glean_on_term CMD..." >&2
+		return 2
+	fi
+	_glean_term_cmd=$*
+	trap '_glean_term' TERM
+}
+
+_glean_term() {
+	trap - TERM
+	if eval "$_glean_term_cmd"; then
+		exit "$GLEAN_CHECKPOINT_EXIT"
+	fi
+	echo "glean_on_term: '$_glean_term_cmd' failed: the task will start again from scratch" >&2
+	exit 143
+}

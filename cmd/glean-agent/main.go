@@ -22,7 +22,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -99,6 +101,9 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	}
 	sp := &spool.Spool{Dir: cfg.Spool.Dir, MaxEntryBytes: cfg.Spool.MaxEntryBytes, MaxScriptBytes: cfg.Spool.MaxScriptBytes}
 	if f.cmd == "anchor" {
+		// The job ended: its checkpoints (and those of the user's other
+		// ended jobs) go when their retention has passed.
+		sweep(cfg, sp, uid, id, log)
 		return anchor(sp, uid, id)
 	}
 
@@ -134,6 +139,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		log.Warn("the allocation's end is unknown: every task is started", "err", err)
 	}
 	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
+	ckpt := sweep(cfg, sp, uid, id, log)
 	a := agent.New(job, work, agent.Options{
 		Shadow:    f.cmd == "shadow",
 		Pilot:     pilot,
@@ -146,11 +152,40 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		Poll:      f.poll,
 		Idle:      f.idle,
 		Log:       log,
+
+		Checkpoint: ckpt,
 	})
 	if _, err := a.Run(ctx); err != nil {
 		return 1, err
 	}
 	return 0, nil
+}
+
+// sweep expands the checkpoint settings for the job's owner and applies
+// the retention to the owner's ended jobs (docs/execution.md).
+func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Logger) agent.Checkpoints {
+	c := agent.Checkpoints{Spool: sp.Dir, Command: cfg.Checkpoint.Command, KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration}
+	name := strconv.Itoa(uid)
+	if rec, err := agent.ReadRecord(sp, uid, id, os.Getuid()); err == nil && rec.User != "" {
+		name = rec.User
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = u.Username
+	}
+	root, err := agent.CheckpointRoot(cfg.Checkpoint.Root, name, os.Getenv)
+	if err != nil {
+		log.Warn("no checkpoint directories", "err", err)
+		return c
+	}
+	c.Root = root
+	removed, err := agent.Sweep(sp, root, cfg.Checkpoint.KeepCompleted.Duration, cfg.Checkpoint.KeepFailed.Duration, time.Now())
+	for _, d := range removed {
+		log.Debug("checkpoints removed (retention)", "dir", d)
+	}
+	if err != nil {
+		log.Warn("checkpoint retention", "root", root, "err", err)
+	}
+	return c
 }
 
 // anchor writes the ended job's summary and returns its exit code.

@@ -30,6 +30,9 @@ type Options struct {
 	Reap      time.Duration // after KILL, how long to wait for a task to go (default 5 s)
 	Now       func() time.Time
 	Log       *slog.Logger
+
+	// Checkpoint: the tasks' checkpoint directories and the site command.
+	Checkpoint Checkpoints
 }
 
 // Agent runs one job's tasks on one node.
@@ -116,6 +119,9 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	a.script = path
 	a.ctx = ctx
 	log := a.opt.Log
+	if err := a.opt.Checkpoint.prepareJob(a.job); err != nil {
+		log.Warn("the job's checkpoint directory", "root", a.opt.Checkpoint.Root, "err", err)
+	}
 	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
 		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
 		"task_mem_mb", a.demand.MemMB, "end", a.opt.End, "shadow", a.opt.Shadow)
@@ -214,6 +220,11 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 			return endNone, err
 		}
 		a.taken++
+		// Every earlier attempt of the task is on the journal now (the
+		// take skips a task with a result awaiting its commit).
+		if err := a.readJournal(); err != nil {
+			a.opt.Log.Warn("reading the journal", "err", err)
+		}
 		n := a.hist.attempts[task] + 1
 		p, err := a.launch(task, n, attempt, now)
 		if err != nil {
@@ -269,6 +280,11 @@ func (a *Agent) finish(e exited) {
 		Outcome: out, Exit: exit, Signal: sig}
 	if e.state == nil && e.err != nil {
 		r.Detail = e.err.Error()
+	}
+	if out == spool.OutcomeExited && exit == 0 {
+		if err := a.opt.Checkpoint.completed(a.job.Entry.Anchor, p.task); err != nil {
+			a.opt.Log.Warn("removing a completed task's checkpoint", "task", p.task, "err", err)
+		}
 	}
 	a.opt.Log.Info("task ended", "task", p.task, "attempt", p.attempt, "outcome", out, "exit", exit,
 		"signal", sig, "runtime", e.end.Sub(p.start).Round(time.Millisecond))

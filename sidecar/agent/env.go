@@ -9,8 +9,11 @@ import (
 
 // TaskVars are what one attempt's environment says about it.
 type TaskVars struct {
-	Task    int
-	Attempt int // 1-based
+	Task      int
+	Attempt   int    // 1-based
+	Restarted bool   // the task's last attempt checkpointed: resume from CheckpointDir
+	CkptRoot  string // checkpoint.root as expanded for the user ("" = none)
+	CkptDir   string // the task's checkpoint directory
 }
 
 // TaskEnv builds a task's environment as slurmd would build an array
@@ -57,6 +60,15 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	e.set("GLEAN_JOB", j.Entry.Anchor)
 	e.set("GLEAN_TASK_ID", strconv.Itoa(v.Task))
 	e.set("GLEAN_ATTEMPT", strconv.Itoa(v.Attempt))
+	restarted := "0"
+	if v.Restarted {
+		restarted = "1"
+	}
+	e.set("GLEAN_RESTARTED", restarted)
+	if v.CkptDir != "" {
+		e.set("GLEAN_CHECKPOINT_ROOT", v.CkptRoot)
+		e.set("GLEAN_CHECKPOINT_DIR", v.CkptDir)
+	}
 	if it := j.Entry.Items; it != nil && j.ItemsPath != "" {
 		e.set("GLEAN_ITEMS", j.ItemsPath)
 		e.set("GLEAN_BATCH", strconv.Itoa(it.Batch))

@@ -18,14 +18,16 @@ import (
 // history is what the journal says about the job's tasks so far.
 type history struct {
 	attempts map[int]int     // committed attempts per task
+	resume   map[int]bool    // the task's last committed attempt checkpointed
 	runtimes []time.Duration // of completed attempts
 }
 
-func newHistory() *history { return &history{attempts: map[int]int{}} }
+func newHistory() *history { return &history{attempts: map[int]int{}, resume: map[int]bool{}} }
 
 func (h *history) add(evs []spool.TaskEvent) {
 	for _, ev := range evs {
 		h.attempts[ev.Index]++
+		h.resume[ev.Index] = ev.Checkpointed
 		if ev.Reason == spool.ReasonCompleted && !ev.Start.IsZero() && ev.End.After(ev.Start) {
 			h.runtimes = append(h.runtimes, ev.End.Sub(ev.Start))
 		}

@@ -137,7 +137,7 @@ func (f *fixture) commitOnce() {
 		}
 		r := ri.Result
 		ev := spool.TaskEvent{Index: r.Task, Attempt: r.Attempt, Exit: r.Exit, Pilot: r.Pilot, Node: r.Node,
-			Start: r.Start, End: r.End, Reason: spool.ReasonHandBack}
+			Start: r.Start, End: r.End, Reason: spool.ReasonHandBack, Checkpointed: r.Outcome == spool.OutcomeCheckpointed}
 		switch {
 		case r.Outcome == spool.OutcomeExited && r.Exit == 0:
 			ev.Reason, ev.Final = spool.ReasonCompleted, true

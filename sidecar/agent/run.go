@@ -60,7 +60,14 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 	vars := PatternVars{ArrayJob: j.Entry.Anchor, Task: taskLabel(j, task), Job: a.opt.Pilot,
 		Name: j.Entry.Name, User: j.User, Node: a.opt.Node}
 	paths := TaskPaths(j, vars)
-	env := TaskEnv(j, a.opt.Env, TaskVars{Task: task, Attempt: attemptNo})
+	ck := a.opt.Checkpoint
+	aware := j.Entry.Glean.Checkpoint
+	tv := TaskVars{Task: task, Attempt: attemptNo, Restarted: a.hist.resume[task], CkptRoot: ck.Root,
+		CkptDir: ck.TaskDir(j.Entry.Anchor, task)}
+	if err := ck.prepareTask(tv.CkptDir, tv.Restarted, aware || ck.Command != ""); err != nil {
+		a.opt.Log.Warn("the task's checkpoint directory", "task", task, "dir", tv.CkptDir, "err", err)
+	}
+	env := TaskEnv(j, a.opt.Env, tv)
 
 	old := syscall.Umask(submissionUmask(j.Env))
 	defer syscall.Umask(old)
@@ -96,7 +103,8 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 		}
 	}
 
-	cmd := exec.Command(a.script, j.Entry.ScriptArgs...)
+	argv := taskArgv(a.script, j.Entry.ScriptArgs, ck.Command, aware)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, j.Entry.Cwd
 	var master *os.File
 	if j.Entry.Glean.PTY {

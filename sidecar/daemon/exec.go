@@ -195,6 +195,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		if c+l > 0 {
 			changed[n] = true
 		}
+		nPilots := len(pst.Pilots)
 		if x.pilotsSeen(now, r, snap, jobs, busy, &pst) {
 			changed[n] = true
 		}
@@ -224,6 +225,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				continue
 			}
 			delete(changed, n)
+			pst.Pilots = pst.Pilots[:nPilots] // an ended job's pilots leave by themselves
 			x.opt.Fail.Hit("end/recorded")
 			if x.finish(ctx, now, r, snap, jobs) {
 				st.Ended++

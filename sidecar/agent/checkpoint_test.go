@@ -1,0 +1,320 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// The checkpoint contract end to end under the agent, with the example job
+// scripts as users would submit them (jobscripts/examples) and the real
+// wrappers/glean.sh: TERM mid-run, then the next attempt.
+
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ckptRun is one job under agents that a test TERMs mid-run.
+type ckptRun struct {
+	*fixture
+	ck     Checkpoints
+	out    string // task 0's output file
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newCkptRun(t *testing.T, script string, env []string, aware bool, command string) *ckptRun {
+	t.Helper()
+	body, err := os.ReadFile(repoFile(t, script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PATH="+os.Getenv("PATH"), "GLEAN_SH="+repoFile(t, "wrappers/glean.sh"))
+	f := newFixture(t, 1, string(body), env, func(e *spool.Entry) { e.Glean.Checkpoint = aware })
+	r := &ckptRun{fixture: f, out: filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_0.out", testAnchor)),
+		ck: Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "checkpoints"), Command: command}}
+	var ctx context.Context
+	ctx, r.cancel = context.WithCancel(context.Background())
+	f.commit(ctx, &r.wg)
+	t.Cleanup(func() { r.cancel(); r.wg.Wait() })
+	return r
+}
+
+func (r *ckptRun) agent(pilot string) *Agent {
+	return r.fixture.agent(pilot, 1, func(o *Options) { o.Checkpoint = r.ck; o.Idle = 50 * time.Millisecond })
+}
+
+// termAfter runs an agent until the task's output matches progress, then
+// TERMs the agent (its context), and waits for its end and the commit.
+func (r *ckptRun) termAfter(progress *regexp.Regexp) {
+	t := r.t
+	t.Helper()
+	ctx, term := context.WithCancel(context.Background())
+	wait := runAgent(t, ctx, r.agent("201"))
+	waitFor(t, "progress "+progress.String(), func() bool {
+		b, _ := os.ReadFile(r.out)
+		return progress.Match(b)
+	})
+	term()
+	if why := wait(); why != EndSignaled {
+		t.Fatalf("first agent ended %q, want %q", why, EndSignaled)
+	}
+	waitFor(t, "the first attempt's commit", func() bool { return len(r.events()) == 1 })
+}
+
+// finish runs a second agent to the job's end.
+func (r *ckptRun) finish() {
+	r.t.Helper()
+	if why := runAgent(r.t, context.Background(), r.agent("202"))(); why != EndFinished {
+		r.t.Fatalf("second agent ended %q, want %q", why, EndFinished)
+	}
+}
+
+// A checkpoint-aware Monte Carlo task TERMed mid-run saves its counter and
+// exits 99; the next attempt gets GLEAN_RESTARTED=1 and the same
+// directory, goes on from the saved iteration and prints what an
+// uninterrupted run prints. The completed task's directory is removed.
+func TestMonteCarloResumesFromCheckpoint(t *testing.T) {
+	env := []string{"MC_ITERS=100", "MC_DELAY=0.01"}
+	r := newCkptRun(t, "jobscripts/examples/montecarlo.sh", env, true, "")
+	dir := r.ck.TaskDir(testAnchor, 0)
+
+	r.termAfter(regexp.MustCompile(`iteration 50\n`))
+	first := r.events()[0]
+	if !first.Checkpointed || first.Exit != spool.CheckpointExit {
+		t.Fatalf("first attempt: %+v; want checkpointed with exit %d", first, spool.CheckpointExit)
+	}
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("checkpoint directory %s: %v, %v; want mode 0700", dir, st, err)
+	}
+	saved := strings.Fields(readFile(t, filepath.Join(dir, "state")))
+	if n, _ := strconv.Atoi(saved[0]); n < 50 || n >= 100 {
+		t.Fatalf("saved state %q: want the counter between 50 and 99", saved)
+	}
+
+	r.finish()
+	out := readFile(t, r.out)
+	if want := "attempt 2: resumed at iteration " + saved[0] + "\n"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	// The same task run straight through, outside glean.
+	cmd := exec.Command("sh", repoFile(t, "jobscripts/examples/montecarlo.sh"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"), "MC_ITERS=100",
+		"SLURM_ARRAY_JOB_ID=1", "SLURM_ARRAY_TASK_ID=0", "GLEAN_CHECKPOINT_ROOT=" + t.TempDir()}
+	straight, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(straight)), "\n")
+	if last := lines[len(lines)-1]; !strings.HasSuffix(out, last+"\n") {
+		t.Errorf("resumed run ends\n%s\nwant the uninterrupted result %q", out, last)
+	}
+	evs := r.events()
+	if len(evs) != 2 || evs[1].Reason != spool.ReasonCompleted || evs[1].Checkpointed {
+		t.Errorf("events %+v; want a checkpointed attempt, then a completed one", evs)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the completed task's checkpoint directory is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.ck.Root, testAnchor, jobMarker)); err != nil {
+		t.Errorf("the job's marker: %v", err)
+	}
+}
+
+// A plain task TERMed mid-run is not checkpointed: the next attempt starts
+// from scratch with GLEAN_RESTARTED=0 and finds its checkpoint directory
+// emptied of what an earlier attempt left.
+func TestPlainRestartsFromScratch(t *testing.T) {
+	r := newCkptRun(t, "jobscripts/examples/plain.sh", []string{"PLAIN_STEPS=6", "PLAIN_DELAY=0.05"}, false, "")
+	r.termAfter(regexp.MustCompile(`step 2\n`))
+	if first := r.events()[0]; first.Checkpointed {
+		t.Fatalf("first attempt %+v: a TERMed plain task is not checkpointed", first)
+	}
+	// Something the killed attempt left behind.
+	dir := r.ck.TaskDir(testAnchor, 0)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "half-written"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.finish()
+	out := readFile(t, r.out)
+	if want := "attempt 2 (restarted 0): task 0, starting at step 0\n"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if !strings.HasSuffix(out, "step 6\ntask 0: sum 0\n") {
+		t.Errorf("the second attempt did not run to the end:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "half-written")); !os.IsNotExist(err) {
+		t.Errorf("a fresh attempt found the earlier attempt's files (%v)", err)
+	}
+}
+
+// With checkpoint.command set, a task that is not checkpoint-aware runs
+// under it (command script args...) with the checkpoint variables; the
+// command saves on TERM and exits 99, and restores on the next attempt.
+func TestSiteCheckpointCommand(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "fake-checkpoint")
+	if err := os.WriteFile(fake, []byte(`#!/bin/sh
+echo "fake-checkpoint: restarted=$GLEAN_RESTARTED script=$(basename "$1")"
+img=$GLEAN_CHECKPOINT_DIR/image
+if [ "$GLEAN_RESTARTED" = 1 ]; then echo "fake-checkpoint: restoring $(cat "$img")"; fi
+trap 'echo "image of attempt $GLEAN_ATTEMPT" >"$img"; exit 99' TERM
+"$@"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := newCkptRun(t, "jobscripts/examples/plain.sh", []string{"PLAIN_STEPS=4", "PLAIN_DELAY=0.05"}, false, fake)
+	r.termAfter(regexp.MustCompile(`step 1\n`))
+	if first := r.events()[0]; !first.Checkpointed {
+		t.Fatalf("first attempt %+v: want checkpointed by the site command", first)
+	}
+	r.finish()
+	out := readFile(t, r.out)
+	for _, want := range []string{"fake-checkpoint: restarted=0 script=script\n", "fake-checkpoint: restarted=1 script=script\n",
+		"fake-checkpoint: restoring image of attempt 1\n", "task 0: sum 0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestTaskArgv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command string
+		aware   bool
+		want    []string
+	}{
+		{"no site command", "", false, []string{"/s", "a"}},
+		{"not aware: under the command", "/usr/bin/ckpt", false, []string{"/usr/bin/ckpt", "/s", "a"}},
+		{"checkpoint-aware: as it is", "/usr/bin/ckpt", true, []string{"/s", "a"}},
+	} {
+		if got := taskArgv("/s", []string{"a"}, tc.command, tc.aware); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCheckpointRoot(t *testing.T) {
+	if got, _ := CheckpointRoot("/scratch/%u/ck", "alice", os.Getenv); got != "/scratch/alice/ck" {
+		t.Errorf("configured root: %q", got)
+	}
+	got, err := CheckpointRoot("", "alice", func(string) string { return "/home/x" })
+	if err != nil || !strings.HasSuffix(got, "/.glean/checkpoints") || !filepath.IsAbs(got) {
+		t.Errorf("default root: %q, %v", got, err)
+	}
+}
+
+// The retention: a job's checkpoints go when it ended and its retention
+// passed (done: keep_completed; failed or cancelled: keep_failed), or when
+// its record is gone; nothing else under the root is touched.
+func TestSweep(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\n", nil, nil)
+	now := time.Now()
+	root := t.TempDir()
+	put := func(anchor, state string, ended time.Time) string {
+		rec := &spool.Record{ID: spool.NewID(now), UID: f.uid, State: state, Ended: ended}
+		if state != "" {
+			if err := f.recs.Put(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dir := filepath.Join(root, anchor)
+		c := Checkpoints{Spool: f.sp.Dir, Root: root}
+		if err := c.prepareJob(&Job{UID: f.uid, ID: rec.ID, Entry: &spool.Entry{Anchor: anchor}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "state"), []byte("1"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	gone := []string{
+		put("1", spool.StateDone, now.Add(-time.Minute)),
+		put("2", spool.StateFailed, now.Add(-8*24*time.Hour)),
+		put("3", spool.StateCancelled, now.Add(-8*24*time.Hour)),
+		put("4", "", time.Time{}), // no record any more
+	}
+	kept := []string{
+		put("5", spool.StateRunning, time.Time{}),
+		put("6", spool.StateFailed, now.Add(-time.Hour)),
+		put("7", spool.StateCancelled, now.Add(-time.Hour)),
+		filepath.Join(root, "mine"), // not glean's
+	}
+	if err := os.MkdirAll(kept[3], 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := put("8", spool.StateDone, now.Add(-time.Hour))
+	if err := os.WriteFile(filepath.Join(other, jobMarker), []byte(`{"spool":"/elsewhere","record":"0.x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, other)
+
+	removed, err := Sweep(f.sp, root, 0, 7*24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if !slices.Equal(removed, gone) {
+		t.Errorf("removed %q, want %q", removed, gone)
+	}
+	for _, d := range kept {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	for _, d := range gone {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there", d)
+		}
+	}
+}
+
+// glean.sh outside glean: the directory falls back to
+// $HOME/.glean/checkpoints/<array job>/<task>, mode 0700; a TERM whose
+// save fails exits 143 (start again), one whose save succeeds exits 99.
+func TestGleanShOutsideGlean(t *testing.T) {
+	home := t.TempDir()
+	sh := func(script string, extra ...string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", ". \"$GLEAN_SH\"\n"+script)
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"),
+			"SLURM_ARRAY_JOB_ID=77", "SLURM_ARRAY_TASK_ID=3"}, extra...)
+		return cmd
+	}
+	out, err := sh(`glean_checkpoint_dir; echo "$GLEAN_ATTEMPT $GLEAN_RESTARTED"`).Output()
+	want := filepath.Join(home, ".glean/checkpoints/77/3") + "\n1 0\n"
+	if err != nil || string(out) != want {
+		t.Fatalf("got %q, %v; want %q", out, err, want)
+	}
+	if st, err := os.Stat(filepath.Join(home, ".glean")); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("~/.glean: %v %v", st, err)
+	}
+	for _, tc := range []struct {
+		save string
+		exit int
+	}{{"true", spool.CheckpointExit}, {"false", 143}} {
+		err := sh("glean_on_term " + tc.save + "\nkill -TERM $$\necho not reached").Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != tc.exit {
+			t.Errorf("save %s: %v, want exit %d", tc.save, err, tc.exit)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+// Package recovery kills gleand where it hurts, on a real loopback Slurm
+// 22.05 (issue 6, "Crash recovery"): at each failpoint between two durable
+// steps, and at random moments during a 500-task run. The promise under
+// test: once sbatch printed an id, every task completes exactly once in
+// the journal, and the job ends as it should, whatever dies.
+package recovery
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/failpoint"
+	"github.com/glean-hpc/glean/sidecar/spool"
+	"github.com/glean-hpc/glean/tests/gleantest"
+	"github.com/glean-hpc/glean/tests/slurmtest"
+)
+
+var (
+	cl  *slurmtest.Cluster
+	env *gleantest.Env
+)
+
+func TestMain(m *testing.M) {
+	code := slurmtest.Main(m, slurmtest.Options{Nodes: 24}, &cl)
+	if env != nil {
+		env.Stop()
+		if code == 0 {
+			os.RemoveAll(env.Dir)
+		}
+	}
+	os.Exit(code)
+}
+
+func setup(t *testing.T) *gleantest.Env {
+	t.Helper()
+	slurmtest.Need(t, cl)
+	if env == nil {
+		var err error
+		if env, err = gleantest.New(cl, gleantest.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		env.WriteFile(t, "task.sh", `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID attempt $GLEAN_ATTEMPT pilot $SLURM_JOB_ID"
+sleep 1
+`, 0o755)
+		env.WriteFile(t, "out/.keep", "", 0o644)
+	}
+	env.DaemonEnv = nil
+	env.Start(t)
+	cl.CancelAll(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(env.Logs())
+		}
+	})
+	return env
+}
+
+// exactlyOnce checks the journal: every task of 0..n-1 has exactly one
+// final event, and it is a completion; it returns the attempts counted.
+func exactlyOnce(t *testing.T, e *gleantest.Env, anchor string, n int) (attempts, duplicates int) {
+	t.Helper()
+	final := map[int]int{}
+	for _, ev := range e.TaskEvents(t, anchor) {
+		attempts++
+		if ev.Reason == "duplicate" {
+			duplicates++
+		}
+		if ev.Final {
+			final[ev.Index]++
+			if ev.Reason != spool.ReasonCompleted {
+				t.Errorf("task %d ended %s", ev.Index, ev.Reason)
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		if final[i] != 1 {
+			t.Errorf("task %d committed %d times", i, final[i])
+		}
+	}
+	if len(final) != n {
+		t.Errorf("%d tasks committed, want %d", len(final), n)
+	}
+	return attempts, duplicates
+}
+
+func anchorCompleted(t *testing.T, e *gleantest.Env, anchor string) {
+	t.Helper()
+	var state, exit string
+	cl.WaitFor(t, 60*time.Second, "anchor "+anchor+" to end", func() bool {
+		state, exit = e.SlurmState(t, anchor)
+		return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED"
+	})
+	if state != "COMPLETED" || exit != "0:0" {
+		t.Errorf("anchor %s ended %s %s", anchor, state, exit)
+	}
+}
+
+// leaseOf returns the lease of one running task of the job (PID is its
+// agent's), or a zero Lease.
+func leaseOf(t *testing.T, e *gleantest.Env, anchor string) spool.Lease {
+	r := e.Record(t, anchor)
+	if r == nil {
+		return spool.Lease{}
+	}
+	dir := filepath.Join(e.Spool, spool.UsersDir, strconv.Itoa(r.UID), spool.WorkDir, r.ID, spool.LeasesDir)
+	names, _ := os.ReadDir(dir)
+	for _, n := range names {
+		var l spool.Lease
+		data, err := os.ReadFile(filepath.Join(dir, n.Name()))
+		if err == nil && json.Unmarshal(data, &l) == nil && l.PID > 0 {
+			return l
+		}
+	}
+	return spool.Lease{}
+}
+
+// killTree SIGKILLs pid and the process groups of its children, as a node
+// that loses power would end them.
+func killTree(t *testing.T, pid int) {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		child, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces; cut after ')'.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			_ = syscall.Kill(-child, syscall.SIGKILL)
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %d: %v", pid, err)
+	}
+}
+
+// killedBySIGKILL reports whether gleand's exit was a SIGKILL (its
+// failpoint).
+func killedBySIGKILL(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// Each failpoint in turn: gleand dies there (SIGKILL, as a power cut
+// would leave it), is restarted without it, and the job still completes
+// with every task committed exactly once.
+func TestFailpoints(t *testing.T) {
+	for _, point := range failpoint.Points {
+		t.Run(strings.ReplaceAll(point, "/", "-"), func(t *testing.T) {
+			e := setup(t)
+			e.Stop() // stops the helper too; Start brings both back
+			e.DaemonEnv = []string{failpoint.EnvVar + "=" + point}
+			e.Start(t)
+			mode := "scavenger"
+			if point == "shadow/released" {
+				mode = "fair"
+			}
+			tasks, script := 40, "task.sh"
+			if point == "lost/journaled" {
+				script = "slow.sh" // still running when its pilot is killed
+				e.WriteFile(t, script, "#!/bin/sh\nsleep 20\n", 0o755)
+			}
+			anchor := e.Sbatch(t, "", "--glean=mode="+mode, "--array=0-39", "-o", "out/%A_%a.out", script)
+			if point == "lost/journaled" {
+				// A pilot running a task dies with its node (SIGKILL to its
+				// agent and the task): its lease is lost.
+				var l spool.Lease
+				cl.WaitFor(t, 60*time.Second, "a task to run", func() bool {
+					l = leaseOf(t, e, anchor)
+					return l.PID > 0
+				})
+				killTree(t, l.PID)
+			}
+			select {
+			case <-e.DaemonDone():
+			case <-time.After(90 * time.Second):
+				t.Fatalf("gleand never reached failpoint %s", point)
+			}
+			if !killedBySIGKILL(e.DaemonStatus()) {
+				t.Fatalf("gleand ended %v, not by its failpoint", e.DaemonStatus())
+			}
+			e.ForgetDaemon()
+			e.DaemonEnv = nil
+			e.Start(t)
+			r := e.WaitState(t, anchor, 3*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
+			if r.State != spool.StateDone {
+				t.Fatalf("job %s after a crash at %s: %+v", r.State, point, r.Tasks)
+			}
+			attempts, dups := exactlyOnce(t, e, anchor, tasks)
+			anchorCompleted(t, e, anchor)
+			t.Logf("crash at %s: %d attempts, %d duplicates, all %d tasks once", point, attempts, dups, tasks)
+		})
+	}
+}
+
+// kill -9 gleand at random moments, 20 times, during a 500-task run: 0
+// tasks lost, 0 duplicate completions, the job ends COMPLETED.
+func TestRandomKills(t *testing.T) {
+	e := setup(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 6))
+	e.WriteFile(t, "task2.sh", `#!/bin/sh
+echo "task $SLURM_ARRAY_TASK_ID attempt $GLEAN_ATTEMPT pilot $SLURM_JOB_ID"
+sleep 2
+`, 0o755)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-499", "-o", "out/%A_%a.out", "task2.sh")
+	kills := 0
+	var downtime time.Duration
+	for kills < 20 {
+		// A random moment to kill at (not a wait for a condition): alive
+		// for 0.2-1.2 s.
+		<-time.After(time.Duration(200+rng.IntN(1000)) * time.Millisecond)
+		if r := e.Record(t, anchor); r != nil && !r.Active() {
+			break
+		}
+		e.KillDaemon()
+		kills++
+		down := time.Now()
+		e.Start(t)
+		downtime += time.Since(down)
+	}
+	r := e.WaitState(t, anchor, 5*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
+	if r.State != spool.StateDone {
+		t.Fatalf("job %s after %d kills: %+v", r.State, kills, r.Tasks)
+	}
+	if kills < 20 {
+		t.Errorf("the job finished after %d kills; the test wants 20 during the run", kills)
+	}
+	attempts, dups := exactlyOnce(t, e, anchor, 500)
+	anchorCompleted(t, e, anchor)
+	t.Logf("%d kills of gleand during 500 tasks: %d attempts, %d duplicates (ran twice, committed once), 0 lost", kills, attempts, dups)
+}
