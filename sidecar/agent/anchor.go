@@ -63,6 +63,9 @@ func Summarize(rec *spool.Record, entry *spool.Entry, events []spool.TaskEvent, 
 			if f.Reason != spool.ReasonFailed {
 				fmt.Fprintf(&b, " (%s)", f.Reason)
 			}
+			if f.Detail != "" {
+				fmt.Fprintf(&b, ": %s", f.Detail) // which cap, or how often it failed
+			}
 			b.WriteString("\n")
 		}
 	}

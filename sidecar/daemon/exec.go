@@ -535,8 +535,8 @@ const timeLimitSlack = 5 * time.Second
 // pending timeout, no work: the attempts it ends are give-way; a pilot of
 // an ended job: cancelled); the node is down or drained (node failure);
 // Slurm shows the pilot PREEMPTED; the attempt ended within the grace of
-// the pilot's end (time limit); the pilot is gone and another job holds its
-// node (preempted).
+// the pilot's end (time limit); a pilot of the record is gone and another
+// job holds its node (preempted).
 func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Time, snap *cluster.Snapshot, jobs map[string]*cluster.Job) string {
 	if r.State == spool.StateCancelled {
 		return spool.ReasonCancelled
@@ -553,10 +553,9 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 		}
 		return spool.ReasonGiveWay
 	}
-	if p == nil {
-		return "" // not a pilot glean knows: nothing to go by
-	}
-	if node == "" {
+	// A shadow-array element is no pilot of the record: only the node and
+	// Slurm's view of the job speak for it.
+	if node == "" && p != nil {
 		node = p.Node
 	}
 	for _, n := range snap.Nodes {
@@ -568,17 +567,19 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 	if j != nil && strings.HasPrefix(strings.ToUpper(j.RawState), "PREEMPT") {
 		return spool.ReasonPreempted
 	}
-	end := p.End
-	if j != nil && j.Holds() && !j.End.IsZero() {
+	var end time.Time
+	switch {
+	case j != nil && j.Holds() && !j.End.IsZero():
 		end = j.End
-	}
-	if end.IsZero() && !p.Started.IsZero() && p.TimeLimit > 0 && p.TimeLimit != cluster.Unlimited {
+	case p != nil && !p.End.IsZero():
+		end = p.End
+	case p != nil && !p.Started.IsZero() && p.TimeLimit > 0 && p.TimeLimit != cluster.Unlimited:
 		end = p.Started.Add(p.TimeLimit)
 	}
 	if !end.IsZero() && !ended.IsZero() && !ended.Before(end.Add(-x.opt.Policy.Grace-timeLimitSlack)) {
 		return spool.ReasonTimeLimit
 	}
-	if snap.Complete && (j == nil || !j.Holds()) && node != "" {
+	if p != nil && snap.Complete && (j == nil || !j.Holds()) && node != "" {
 		for i := range snap.Jobs {
 			o := &snap.Jobs[i]
 			if o.ID != pilot && o.Holds() && slices.Contains(o.Nodes, node) {

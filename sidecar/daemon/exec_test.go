@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"io"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -42,6 +45,7 @@ func TestJudge(t *testing.T) {
 			{ID: "10", State: cluster.JobRunning, Nodes: []string{"n1"}, Start: t0, End: t0.Add(time.Hour)},
 			{ID: "14", State: cluster.JobOther, RawState: "PREEMPTED", Nodes: []string{"n4"}},
 			{ID: "900", State: cluster.JobRunning, Nodes: []string{"n3"}},
+			{ID: "500", State: cluster.JobRunning, Nodes: []string{"n7"}, Start: t0, End: t0.Add(time.Hour)}, // a shadow element
 		}}
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
@@ -53,6 +57,7 @@ func TestJudge(t *testing.T) {
 			Start: end.Add(-10 * time.Minute), End: end}
 	}
 	mid := t0.Add(30 * time.Minute)
+	onNode := func(r spool.Result, node string) spool.Result { r.Node = node; return r }
 	failed := func(ids ...string) (evs []spool.TaskEvent) {
 		for _, id := range ids {
 			evs = append(evs, spool.TaskEvent{Index: 1, Attempt: id, Reason: spool.ReasonFailed})
@@ -105,6 +110,12 @@ func TestJudge(t *testing.T) {
 		{name: "a claim of a checkpoint from a pilot glean does not know is no give-way", res: res("99", spool.OutcomeCheckpointed, 99, mid),
 			reason: spool.ReasonLost, ckpt: true},
 
+		{name: "a shadow element at its time limit", res: res("500", spool.OutcomeHandedBack, 143, t0.Add(time.Hour-30*time.Second)),
+			reason: spool.ReasonTimeLimit},
+		{name: "a shadow element on a node that went down", res: onNode(res("500", spool.OutcomeSignaled, 137, mid), "n2"),
+			reason: spool.ReasonNodeFailure},
+		{name: "a shadow element stopped early, nothing explains it", res: res("500", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonLost},
+
 		{name: "cancelled: the job was cancelled", state: spool.StateCancelled, res: res("10", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonCancelled},
 		{name: "cancelled: glean cancelled the pilot of an ended job", res: res("16", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonCancelled},
 
@@ -155,5 +166,60 @@ func TestBook(t *testing.T) {
 	}
 	if got := newBook(nil).taskTime(&spool.Entry{Resources: spool.Resources{TimeLimit: 7}}); got != 7*time.Minute {
 		t.Errorf("taskTime from -t: %v", got)
+	}
+}
+
+// A lease whose pilot died is taken back under a reason from the facts:
+// node-failure when its node is down, pilot-lost when nothing explains it;
+// neither consumes a retry, and each is committed once.
+func TestLostLeaseReason(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		node   cluster.NodeState
+		reason string
+	}{
+		{"node down", cluster.NodeDown, spool.ReasonNodeFailure},
+		{"nothing explains it", cluster.NodeIdle, spool.ReasonLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			e := fx.submit(t, 2, nil)
+			fx.round(t)
+			name := spool.RecordName(fx.uid, e.ID)
+			r := fx.in.Get(name)
+			if r == nil || r.State != spool.StateQueued {
+				t.Fatalf("record %+v", r)
+			}
+			r.PilotJobs = []spool.PilotJob{{ID: "12", Node: "n2", Started: fx.now.Add(-time.Hour), TimeLimit: 10 * time.Hour}}
+			w, err := fx.s.OpenWork(fx.uid, e.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, err := w.Take(e.TaskIndices(), spool.Lease{Attempt: "lost1", Pilot: "12", Node: "n2", Started: fx.now.Add(-time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := fx.now.Add(-2 * time.Minute)
+			if err := os.Chtimes(w.LeasePath(task), old, old); err != nil {
+				t.Fatal(err)
+			}
+			x := NewExecutor(ExecOptions{Spool: fx.s, Retries: 2, HeartbeatTimeout: time.Minute}, fx.in, fx.in.records, nil, nil,
+				slog.New(slog.NewTextHandler(io.Discard, nil)))
+			snap := &cluster.Snapshot{Complete: true, Nodes: []cluster.Node{{Name: "n2", State: tc.node}}}
+			for range 2 { // the second round finds nothing more to commit
+				b, err := x.book(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x.work(fx.now, r, b, snap, map[string]*cluster.Job{})
+			}
+			evs, err := fx.in.records.TaskEvents(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 1 || evs[0].Reason != tc.reason || evs[0].Final || evs[0].Attempt != "lost1" || evs[0].Index != task {
+				t.Fatalf("events %+v; want one %s attempt lost1 of task %d, not final", evs, tc.reason, task)
+			}
+		})
 	}
 }
