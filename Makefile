@@ -50,7 +50,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet $(PKGS)
-	@if command -v shellcheck >/dev/null; then shellcheck tests/*.sh .ci/run $$(ls wrappers/* jobscripts/*.sh 2>/dev/null); else echo "shellcheck not installed: skipped"; fi
+	@if command -v shellcheck >/dev/null; then shellcheck tests/*.sh .ci/run $$(ls wrappers/* jobscripts/*.sh jobscripts/examples/*.sh 2>/dev/null); else echo "shellcheck not installed: skipped"; fi
 
 # demo is delivered by issue #5 (execution path); until then it says so.
 demo:

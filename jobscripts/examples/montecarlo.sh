@@ -11,7 +11,7 @@
 # prints. MC_ITERS sets the samples per task; MC_DELAY (seconds) slows each
 # sample down, for demos and tests.
 set -eu
-# shellcheck source=../../wrappers/glean.sh
+# shellcheck source=/dev/null
 . "${GLEAN_SH:-/usr/share/glean/glean.sh}"
 
 iters=${MC_ITERS:-100000}
