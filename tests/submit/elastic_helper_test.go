@@ -93,7 +93,9 @@ func TestHelperPrivilegeSeparation(t *testing.T) {
 		t.Errorf("gleand as root: %v %s", err, out)
 	}
 
-	// Intake: the anchor and the shadow array admin-held through the helper.
+	// Intake: the anchor and the shadow array admin-held through the
+	// helper; the shadow array is then released into the queue by the
+	// execution round, the anchor stays held until the job ends.
 	e.writeFiles(t, map[string]string{"calib.sh": elasticJob})
 	r := e.asUser(t, "sbatch", "--parsable", "--array=0-9", "calib.sh")
 	if r.Code != 0 {
@@ -102,14 +104,17 @@ func TestHelperPrivilegeSeparation(t *testing.T) {
 	anchor := jobID(r.Stdout)
 	en, _ := e.readEntry(t, anchor)
 	e.waitState(t, anchor, spool.StateQueued)
+	if got := showJob(t, anchor)["Reason"]; got != "JobHeldAdmin" {
+		t.Errorf("anchor %s: reason %s after intake, want JobHeldAdmin", anchor, got)
+	}
 	for _, id := range []string{anchor, en.Shadow} {
-		if got := showJob(t, id)["Reason"]; got != "JobHeldAdmin" {
-			t.Errorf("job %s: reason %s after intake, want JobHeldAdmin", id, got)
-		}
-		if log := e.helperLog(t); !strings.Contains(log, "msg=done peer_uid="+g) || !strings.Contains(log, "op=hold job="+id+"\n") {
+		if log := e.helperLog(t); !strings.Contains(log, "msg=done peer_uid="+g) || !strings.Contains(log, "op=hold job="+id+" ") {
 			t.Errorf("the helper did not log holding %s for uid %s:\n%s", id, g, log)
 		}
 	}
+	cl.WaitFor(t, 10*time.Second, "the helper to release the shadow array", func() bool {
+		return strings.Contains(e.helperLog(t), "op=release job="+en.Shadow+" ")
+	})
 
 	// glean itself is no Slurm operator: scontrol refuses it (Slurm 22.05
 	// says "Invalid user id" and slurmctld logs a security violation).
@@ -185,10 +190,11 @@ func TestHelperPrivilegeSeparation(t *testing.T) {
 		t.Fatalf("scancel: %v %s", err, out)
 	}
 	e.waitState(t, anchor, spool.StateCancelled)
-	if st := showJob(t, en.Shadow)["JobState"]; st != "CANCELLED" {
-		t.Errorf("shadow array %s after scancel of the anchor", st)
-	}
-	if log := e.helperLog(t); !strings.Contains(log, "op=cancel job="+en.Shadow+"\n") {
+	// Its elements (running agents since the release) end as CANCELLED.
+	cl.WaitFor(t, 30*time.Second, "the shadow array to be cancelled", func() bool {
+		return showJob(t, en.Shadow)["JobState"] == "CANCELLED"
+	})
+	if log := e.helperLog(t); !strings.Contains(log, "op=cancel job="+en.Shadow+" ") {
 		t.Errorf("the helper did not cancel the shadow array:\n%s", log)
 	}
 }

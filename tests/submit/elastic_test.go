@@ -240,9 +240,11 @@ func TestElasticArrayJob(t *testing.T) {
 	if got := showJob(t, id)["Reason"]; got != "JobHeldAdmin" {
 		t.Errorf("anchor reason after intake %s, want JobHeldAdmin", got)
 	}
-	if got := showJob(t, en.Shadow)["Reason"]; got != "JobHeldAdmin" {
-		t.Errorf("shadow reason after intake %s, want JobHeldAdmin", got)
-	}
+	// The shadow array is released into the queue, as the plain job.
+	cl.WaitFor(t, 10*time.Second, "the shadow array to be released", func() bool {
+		r := showJob(t, en.Shadow)["Reason"]
+		return r != "JobHeldAdmin" && r != "JobHeldUser"
+	})
 	// The user cannot release the admin hold.
 	if out, err := e.slurmAsUser(t, "scontrol", "release", id); err == nil {
 		t.Errorf("the user released the anchor: %s", out)
@@ -443,7 +445,8 @@ func TestMailExportWait(t *testing.T) {
 	}
 	got := strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
 	sort.Strings(got)
-	if strings.Join(got, " ") != "BAR=2 FOO=1 SLURM_CONF="+cl.Conf+" SLURM_KEEP=k" {
+	// SLURM_UMASK: the umask at submission, as sbatch passes it to slurmd.
+	if strings.Join(got, " ") != "BAR=2 FOO=1 SLURM_CONF="+cl.Conf+" SLURM_KEEP=k SLURM_UMASK=0022" {
 		t.Errorf("--export=FOO,BAR=2 captured %q", got)
 	}
 	r = e.run(t, true, inv{name: "none", args: []string{"--parsable", "--export=NONE", "calib.sh"}, env: []string{"FOO=1"}})
