@@ -264,10 +264,26 @@ cmd_down() {
 	fi
 }
 
+# ctld-stop DIR / ctld-start DIR: stop slurmctld alone, and start it again
+# from its saved state (outage tests); slurmd and running jobs go on.
+cmd_ctld_stop() {
+	stop_pidfile "$1/slurmctld.pid"
+}
+
+cmd_ctld_start() {
+	local dir=$1
+	[ -f "$dir/slurm.conf" ] || die "$dir holds no loopback cluster (no slurm.conf)"
+	export SLURM_CONF="$dir/slurm.conf"
+	slurmctld -f "$SLURM_CONF"
+	wait_for 30 "slurmctld to answer" scontrol ping
+}
+
 case "${1:-}" in
 install) cmd_install ;;
+ctld-stop) [ $# -eq 2 ] || die "usage: $0 ctld-stop DIR"; cmd_ctld_stop "$2" ;;
+ctld-start) [ $# -eq 2 ] || die "usage: $0 ctld-start DIR"; cmd_ctld_start "$2" ;;
 up) [ $# -ge 2 ] || die "usage: $0 up DIR [options]"; cmd_up "${@:2}" ;;
 down) [ $# -eq 2 ] || die "usage: $0 down DIR"; cmd_down "$2" ;;
 env) [ $# -eq 2 ] || die "usage: $0 env DIR"; echo "export SLURM_CONF=$2/slurm.conf" ;;
-*) die "usage: $0 install | up DIR [--nodes N] [--select linear|cons_tres] [--bf-interval S] [--port-base P] [--spank PATH] | down DIR | env DIR" ;;
+*) die "usage: $0 install | up DIR [--nodes N] [--select linear|cons_tres] [--bf-interval S] [--port-base P] [--spank PATH] | down DIR | env DIR | ctld-stop DIR | ctld-start DIR" ;;
 esac

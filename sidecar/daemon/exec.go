@@ -76,6 +76,7 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 type ExecStats struct {
 	Committed, Lost, Submitted, Cancelled, Retired, Ended int
 	Actions                                               []policy.Action
+	SlurmDown                                             bool // the snapshot could not be read whole
 }
 
 // book is what a job's journal says about its tasks.
@@ -149,6 +150,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	}
 	sort.Strings(names)
 	snap := x.snap.Snapshot(ctx, now)
+	st.SlurmDown = !snap.Complete
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
 		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]

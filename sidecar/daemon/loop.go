@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -60,6 +61,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	l.Trigger() // a first round at once
+	var back backoff
 	for {
 		select {
 		case <-ctx.Done():
@@ -71,23 +73,58 @@ func (l *Loop) Run(ctx context.Context) error {
 			w.addUsers() // new users' incoming directories
 		}
 		now := l.Now()
+		if now.Before(back.until) {
+			continue // Slurm is not answering: ask less often
+		}
 		st, err := l.Intake.Round(ctx, now)
 		if err != nil {
 			l.Log.Warn("intake round", "err", err)
 		}
+		slurmDown := err != nil && !errors.Is(err, context.Canceled)
 		if l.Exec != nil {
 			xs, xerr := l.Exec.Round(ctx, now)
 			if xerr != nil {
 				l.Log.Warn("execution round", "err", xerr)
 			}
+			slurmDown = slurmDown || xs.SlurmDown
 			if l.OnExec != nil {
 				l.OnExec(xs, xerr)
+			}
+		}
+		if d, changed := back.next(slurmDown, every, now); changed {
+			if d > 0 {
+				l.Log.Warn("Slurm is not answering; backing off", "next_round_in", d)
+			} else {
+				l.Log.Info("Slurm answers again")
 			}
 		}
 		if l.OnRound != nil {
 			l.OnRound(st, err)
 		}
 	}
+}
+
+// backoff spaces the rounds while Slurm does not answer: one interval,
+// doubling up to maxBackoff; the first answer resets it. The spool and
+// `glean status` (which reads the spool) are unaffected.
+type backoff struct {
+	delay time.Duration
+	until time.Time
+}
+
+const maxBackoff = 30 * time.Second
+
+// next records a round's outcome and returns the new delay and whether it
+// changed from none to some or back.
+func (b *backoff) next(failed bool, interval time.Duration, now time.Time) (time.Duration, bool) {
+	was := b.delay > 0
+	if !failed {
+		b.delay, b.until = 0, time.Time{}
+		return 0, was
+	}
+	b.delay = min(max(2*b.delay, interval), maxBackoff)
+	b.until = now.Add(b.delay)
+	return b.delay, !was
 }
 
 // watcher feeds fsnotify events on users/ and every users/<uid>/incoming

@@ -104,6 +104,26 @@ func (c *Cluster) Down() error {
 	return nil
 }
 
+// StopController stops slurmctld alone (outage tests); slurmd and the
+// running jobs go on.
+func (c *Cluster) StopController() error {
+	out, err := exec.Command(Script(), "ctld-stop", c.Dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("loopback-slurm ctld-stop: %v: %s", err, out)
+	}
+	return nil
+}
+
+// StartController starts slurmctld again from its saved state and waits
+// until it answers.
+func (c *Cluster) StartController() error {
+	out, err := exec.Command(Script(), "ctld-start", c.Dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("loopback-slurm ctld-start: %v: %s", err, out)
+	}
+	return nil
+}
+
 // Remove deletes the cluster's directory.
 func (c *Cluster) Remove() { _ = os.RemoveAll(c.Dir) }
 
