@@ -6,9 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/spool"
@@ -187,8 +189,53 @@ func BuildEntry(req *Request, in Input) (*Built, error) {
 	for _, s := range req.InForce() {
 		e.Options = append(e.Options, spool.Opt{Name: s.Opt.Long, Value: s.Value, From: s.Layer.String()})
 	}
+	for _, s := range req.InForce() {
+		if !utf8.ValidString(s.Value) {
+			return nil, refuse("%s: %q is not valid UTF-8, which the spool's JSON cannot carry unchanged (a file name would silently become another); use UTF-8 or submit without --glean", s.Name(), s.Value)
+		}
+	}
+	if field, v := notUTF8(reflect.ValueOf(e).Elem(), ""); field != "" {
+		return nil, refuse("%s %q is not valid UTF-8, which the spool's JSON cannot carry unchanged (a file name or directory would silently become another); rename it or submit without --glean", field, v)
+	}
 	b.Entry = e
 	return b, nil
+}
+
+// notUTF8 finds a string in an entry that is not valid UTF-8 (JSON would
+// replace its bad bytes with U+FFFD, so the tasks would see another path
+// than the user gave): its JSON field name and value, or "".
+func notUTF8(v reflect.Value, name string) (string, string) {
+	switch v.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return name, v.String()
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return notUTF8(v.Elem(), name)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if f, s := notUTF8(v.Index(i), name); f != "" {
+				return f, s
+			}
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if n == "" || n == "-" {
+				continue
+			}
+			if name != "" {
+				n = name + "." + n
+			}
+			if f, s := notUTF8(v.Field(i), n); f != "" {
+				return f, s
+			}
+		}
+	}
+	return "", ""
 }
 
 // scriptPath is the script's path for the job name ("" for stdin).

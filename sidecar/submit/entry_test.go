@@ -80,6 +80,11 @@ func TestBuildEntryRefusals(t *testing.T) {
 		{"array and dir", []string{"--glean=dir=/tmp", "--array=0-3", "job.sh"}, elasticScript, 1, "give one; the data folder defines the array"},
 		{"missing dir", []string{"--glean=dir=/nonexistent/data", "job.sh"}, elasticScript, 1, "no such file"},
 		{"deadline passed", []string{"--glean=deadline=2020-01-01", "job.sh"}, elasticScript, 1, "has passed"},
+		{"uid", []string{"--uid=0", "job.sh"}, elasticScript, 1, "--uid=0: elastic jobs run as the submitting user"},
+		{"gid", []string{"--gid=root", "job.sh"}, elasticScript, 1, "--gid=root: elastic jobs run with the submitting user's group"},
+		// Found by FuzzBuildEntry: JSON would turn the bad bytes into
+		// U+FFFD, and the task's output would go to another file.
+		{"output not UTF-8", []string{"-o", "out\xff.txt", "job.sh"}, elasticScript, 1, "is not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := build(t, tc.args, tc.script, nil, nil)
@@ -146,5 +151,26 @@ func TestJobName(t *testing.T) {
 		if got := req.jobName(tc.script); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// The captured environment carries SLURM_UMASK, as sbatch sets it: the
+// agent creates -o/-e files under the submitter's umask (a user with
+// umask 077 gets private outputs, not 0644 ones).
+func TestWithUmask(t *testing.T) {
+	env := []string{"HOME=/h"}
+	got := withUmask(env, 0o077)
+	if strings.Join(got, " ") != "HOME=/h SLURM_UMASK=0077" || len(env) != 1 {
+		t.Errorf("withUmask: %q (input %q)", got, env)
+	}
+	if got := withUmask([]string{"SLURM_UMASK=0002"}, 0o077); strings.Join(got, " ") != "SLURM_UMASK=0002" {
+		t.Errorf("a user's own SLURM_UMASK was replaced: %q", got)
+	}
+	b, err := build(t, []string{"job.sh"}, elasticScript, withUmask([]string{"A=1"}, 0o027), nil)
+	if err != nil || !strings.Contains(string(b.Env), "SLURM_UMASK=0027\x00") {
+		t.Errorf("captured %q, %v", b.Env, err)
+	}
+	if b, err := build(t, []string{"--export=NONE", "job.sh"}, elasticScript, withUmask(nil, 0o077), nil); err != nil || string(b.Env) != "SLURM_UMASK=0077\x00" {
+		t.Errorf("--export=NONE keeps SLURM_* variables: %q, %v", b.Env, err)
 	}
 }

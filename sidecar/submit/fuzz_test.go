@@ -1,8 +1,15 @@
 package submit
 
 import (
+	"bytes"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
 // The option, directive, array and --glean parsers read user input from
@@ -106,6 +113,65 @@ func FuzzParseGlean(f *testing.F) {
 		case "", ModeFair, ModeScavenger, ModeThesis:
 		default:
 			t.Fatalf("mode %q accepted", s.Mode)
+		}
+	})
+}
+
+// FuzzBuildEntry runs a whole submission (command line, script
+// directives, SBATCH_* environment) through the wrapper's checks: what the
+// wrapper writes, the daemon's Validate accepts and DecodeEntry reads back
+// unchanged, and the captured environment is clean KEY=VALUE records;
+// everything else is a refusal or an option error, never a panic.
+func FuzzBuildEntry(f *testing.F) {
+	f.Add("--glean\x00--array=0-9\x00job.sh", []byte("#!/bin/sh\n#SBATCH -t 10 -c 2 --mem=2G\necho\n"), "HOME=/h\x00SLURM_X=1")
+	f.Add("--glean=mode=fair\x00-a\x001,3,5-11:2%2\x00-o\x00../../etc/%u\x00job.sh", []byte("#!/bin/sh\n#SBATCH --mem-per-cpu=1T -c 64\n"), "SBATCH_TIMELIMIT=UNLIMITED")
+	f.Add("job.sh", []byte("#!/bin/sh\n#SBATCH --glean=mode=scavenger\n#SBATCH --export=NONE,A=1,=x\n"), "A=\x00=B\x00SBATCH_GLEAN=mode=fair")
+	f.Add("--glean\x00--uid=0\x00job.sh", []byte("#!/bin/sh\n"), "")
+	f.Add("--glean\x00-t\x0099999999999\x00--mem=1099511627776\x00job.sh", []byte("#!/bin/sh\n"), "")
+	cfg := config.Default()
+	cfg.Limits.MaxTasksPerJob = 1 << 20
+	f.Fuzz(func(t *testing.T, args string, script []byte, env string) {
+		req, err := ParseCLI(strings.Split(args, "\x00"))
+		if err != nil {
+			return
+		}
+		if req.AddScript("job.sh", script) != nil {
+			return
+		}
+		envv := strings.Split(env, "\x00")
+		req.AddEnv(envv)
+		b, err := BuildEntry(req, Input{Config: cfg, Env: envv, Cwd: "/nonexistent/u", User: "u", Now: time.Unix(1_800_000_000, 0),
+			Script: script, ScriptName: "/nonexistent/u/job.sh"})
+		if err != nil {
+			var r *Refusal
+			if !errors.As(err, &r) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		e := b.Entry
+		e.ID, e.Nonce, e.Anchor = spool.NewID(time.Unix(1_800_000_000, 0)), spool.NewNonce(), "42"
+		if e.Mode == ModeFair {
+			e.Shadow = "43"
+		}
+		if err := e.Validate(spool.Limits{MaxTasks: cfg.Limits.MaxTasksPerJob}); err != nil {
+			t.Fatalf("the wrapper built an entry the daemon rejects: %v\n%+v", err, e)
+		}
+		data, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2, err := spool.DecodeEntry(bytes.NewReader(data), 1<<24)
+		if err != nil || !reflect.DeepEqual(e, e2) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
+		}
+		for _, kv := range bytes.Split(bytes.TrimSuffix(b.Env, []byte{0}), []byte{0}) {
+			if len(b.Env) == 0 {
+				break
+			}
+			if k, _, ok := bytes.Cut(kv, []byte("=")); !ok || len(k) == 0 {
+				t.Fatalf("captured variable %q", kv)
+			}
 		}
 	})
 }

@@ -148,8 +148,26 @@ func (w *Wrapper) Main(ctx context.Context) int {
 	if len(req.Operands) > 1 {
 		args = req.Operands[1:]
 	}
-	return w.submit(ctx, cfg, req, real, env, Input{Config: cfg, Env: env, Cwd: w.Cwd, User: userName(w.UID), Now: w.Now,
+	return w.submit(ctx, cfg, req, real, env, Input{Config: cfg, Env: withUmask(env, currentUmask()), Cwd: w.Cwd, User: userName(w.UID), Now: w.Now,
 		Script: script, ScriptName: scriptName, ScriptArgs: args})
+}
+
+// withUmask adds SLURM_UMASK, the umask at submission, to the captured
+// environment as sbatch does for every job (unless it is set already):
+// the agent creates a task's -o/-e files under it, so a user whose umask
+// is 077 gets private outputs, as with plain Slurm.
+func withUmask(env []string, mask int) []string {
+	if _, ok := getenv(env, "SLURM_UMASK"); ok {
+		return env
+	}
+	return append(env[:len(env):len(env)], fmt.Sprintf("SLURM_UMASK=%04o", mask&0o777))
+}
+
+// currentUmask reads the process's umask (setting it back at once).
+func currentUmask() int {
+	m := syscall.Umask(0o022)
+	syscall.Umask(m)
+	return m
 }
 
 // elastic reports whether the submission is elastic: --glean in any layer,
