@@ -109,6 +109,15 @@ type Opt struct {
 	From  string `json:"from"`            // script | environment | command line
 }
 
+// Bounds of a task's sizes and times (an exabyte, about 255 years): far
+// above any node (the wrapper's own cap on sizes is the same), small
+// enough that mem_per_cpu_mb x cpus fits an int64 and a time limit a
+// time.Duration.
+const (
+	MaxMemMB   = 1 << 40
+	MaxMinutes = 1 << 27
+)
+
 // Limits bounds what Validate accepts.
 type Limits struct {
 	MaxTasks int // tasks per job
@@ -202,6 +211,11 @@ func (e *Entry) Validate(lim Limits) error {
 	}
 	if r.MemMB < 0 || r.MemPerCPUMB < 0 || r.TmpMB < 0 || r.TimeLimit < 0 || r.TimeMin < 0 {
 		bad("resources", "negative size or time")
+	}
+	// Bounded so that per-task products (mem_per_cpu_mb x cpus) cannot
+	// overflow where the daemon and the agent compare them with a node.
+	if r.MemMB > MaxMemMB || r.MemPerCPUMB > MaxMemMB || r.TmpMB > MaxMemMB || r.TimeLimit > MaxMinutes || r.TimeMin > MaxMinutes {
+		bad("resources", "size over %d MB or time over %d minutes", MaxMemMB, MaxMinutes)
 	}
 	if g := e.Glean; g.Budget < 0 || len(g.Profile) > 64 || len(g.Raw) > 2048 {
 		bad("glean", "bad budget or profile")

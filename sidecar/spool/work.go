@@ -490,8 +490,8 @@ func (s *Spool) ScanWork(uid int, id string) (WorkScan, error) {
 		sort.Strings(names)
 		for _, n := range names {
 			i, err := strconv.Atoi(n)
-			if err != nil || strconv.Itoa(i) != n {
-				continue
+			if err != nil || i < 0 || strconv.Itoa(i) != n {
+				continue // not a task index (agents only create those)
 			}
 			li := LeaseInfo{Task: i}
 			var st unix.Stat_t
@@ -539,7 +539,7 @@ func decodeResult(name string, data []byte, r *Result) error {
 	if err := dec.Decode(r); err != nil {
 		return fmt.Errorf("result %s: %w", clip(name), err)
 	}
-	if name != fmt.Sprintf("%d.%s", r.Task, r.Attempt) || !isName(r.Attempt, 64) {
+	if r.Task < 0 || name != fmt.Sprintf("%d.%s", r.Task, r.Attempt) || !isName(r.Attempt, 64) {
 		return fmt.Errorf("result %s: its content names task %d attempt %q", clip(name), r.Task, clip(r.Attempt))
 	}
 	return nil
