@@ -69,6 +69,9 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
+// FuzzDecodeRequest: what the helper accepts is one of its narrow
+// requests, exactly; everything else is a one-line refusal. Seeds (every
+// op, good and bad) are in testdata/fuzz/FuzzDecodeRequest/.
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add(`{"op":"hold","job":"101"}`)
 	f.Add(`{"op":"cancel","job":"1_2","x":1}`)
@@ -80,8 +83,22 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		if !ops[req.Op] || !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") {
-			t.Fatalf("accepted %+v", req)
+		if !ops[req.Op] {
+			t.Fatalf("accepted op %q", req.Op)
+		}
+		switch req.Op {
+		case OpSubmitPilot:
+			if req.Job != "" || !validRecordName(req.Record) || !isHex32(req.Token) || req.Minutes < 0 || req.Minutes > maxPilotMinutes ||
+				(req.Node != "" && (!validNodeName(req.Node) || strings.HasPrefix(req.Node, "-"))) {
+				t.Fatalf("accepted %+v", req)
+			}
+		default:
+			if !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") || req.Minutes != 0 || req.Node != "" || req.Token != "" {
+				t.Fatalf("accepted %+v", req)
+			}
+			if (req.Op == OpCancelPilot) != (req.Record != "") || (req.Record != "" && !validRecordName(req.Record)) {
+				t.Fatalf("accepted %+v", req)
+			}
 		}
 	})
 }
