@@ -9,7 +9,6 @@ package gleantest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,10 +25,12 @@ import (
 	"github.com/glean-hpc/glean/tests/slurmtest"
 )
 
-// Users the tests run as.
+// Users the tests run as: TestUser submits; TestUser2 is a second user
+// for the isolation tests (tests/isolation).
 const (
 	GleanUser = "glean"
 	TestUser  = "gleantest"
+	TestUser2 = "gleantest2"
 )
 
 // BasePath is PATH without the wrapper: where the real sbatch is.
@@ -46,6 +47,9 @@ type Env struct {
 	Config   string
 	Helper   string // the helper's socket
 	UID, GID int    // the test user
+	Work2    string // the second user's working directory
+	UID2     int    // the second user
+	GID2     int
 	GleanUID int
 	GleanGID int
 
@@ -60,8 +64,9 @@ type Env struct {
 
 // Options shape the installation's glean.toml.
 type Options struct {
-	Grace string // policy.grace; default "10s"
-	Extra string // appended to the file (whole tables)
+	Grace  string // policy.grace; default "10s"
+	Margin string // policy.margin; default glean's own (config.Default)
+	Extra  string // appended to the file (whole tables)
 	// NoWatch runs gleand with fsnotify off (periodic rescan only), as on
 	// a shared filesystem where inotify sees nothing other hosts write.
 	NoWatch bool
@@ -91,11 +96,14 @@ func New(c *slurmtest.Cluster, opt Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{C: c, Dir: dir, Bin: filepath.Join(dir, "bin"), Wrappers: filepath.Join(dir, "wrappers"),
-		Work: filepath.Join(dir, "work"), Spool: filepath.Join(dir, "spool"), Config: filepath.Join(dir, "glean.toml"),
+		Work: filepath.Join(dir, "work"), Work2: filepath.Join(dir, "work2"), Spool: filepath.Join(dir, "spool"), Config: filepath.Join(dir, "glean.toml"),
 		Helper: filepath.Join(dir, "run", "helper.sock")}
 	u, _ := user.Lookup(TestUser)
 	e.UID, _ = strconv.Atoi(u.Uid)
 	e.GID, _ = strconv.Atoi(u.Gid)
+	u2, _ := user.Lookup(TestUser2)
+	e.UID2, _ = strconv.Atoi(u2.Uid)
+	e.GID2, _ = strconv.Atoi(u2.Gid)
 	g, _ := user.LookupGroup(GleanUser)
 	e.GleanGID, _ = strconv.Atoi(g.Gid)
 	gu, _ := user.Lookup(GleanUser)
@@ -124,14 +132,23 @@ func New(c *slurmtest.Cluster, opt Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(e.Work, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Chown(e.Work, e.UID, e.GID); err != nil {
-		return nil, err
+	for _, w := range []struct {
+		dir      string
+		uid, gid int
+	}{{e.Work, e.UID, e.GID}, {e.Work2, e.UID2, e.GID2}} {
+		if err := os.MkdirAll(w.dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Chown(w.dir, w.uid, w.gid); err != nil {
+			return nil, err
+		}
 	}
 	if opt.Grace == "" {
 		opt.Grace = "10s"
+	}
+	margin := ""
+	if opt.Margin != "" {
+		margin = fmt.Sprintf("margin = %q\n", opt.Margin)
 	}
 	text := fmt.Sprintf(`[slurm]
 timeout = "30s"
@@ -142,7 +159,7 @@ pilot = "pilot"
 dir = %q
 [policy]
 grace = %q
-min_pilot_time = "1m"
+%smin_pilot_time = "1m"
 max_pending_pilots = 24
 [limits]
 max_tasks_per_job = 200000
@@ -154,7 +171,7 @@ heartbeat_timeout = "20s"
 socket = %q
 agent = %q
 pilot_script = %q
-%s`, e.Spool, opt.Grace, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
+%s`, e.Spool, opt.Grace, margin, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
 	if err := os.WriteFile(e.Config, []byte(text), 0o644); err != nil {
 		return nil, err
 	}
@@ -184,6 +201,7 @@ func ensureUsers() error {
 		{"groupadd", "--system", GleanUser},
 		{"useradd", "--system", "--gid", GleanUser, "--no-create-home", "--shell", "/usr/sbin/nologin", GleanUser},
 		{"useradd", "--user-group", "--no-create-home", "--shell", "/bin/sh", TestUser},
+		{"useradd", "--user-group", "--no-create-home", "--shell", "/bin/sh", TestUser2},
 	} {
 		name := args[len(args)-1]
 		if args[0] == "groupadd" {
@@ -331,13 +349,30 @@ type Result struct {
 // with the wrapper first in PATH (through sh, as from a login shell).
 func (e *Env) AsUser(tb testing.TB, stdin, name string, args ...string) Result {
 	tb.Helper()
+	return e.As(tb, e.User1(), stdin, name, args...)
+}
+
+// Who is a user the tests run commands as.
+type Who struct {
+	Name     string
+	UID, GID int
+	Work     string // its working directory (HOME)
+}
+
+// User1 is the test user, User2 the second one.
+func (e *Env) User1() Who { return Who{TestUser, e.UID, e.GID, e.Work} }
+func (e *Env) User2() Who { return Who{TestUser2, e.UID2, e.GID2, e.Work2} }
+
+// As is AsUser for any user.
+func (e *Env) As(tb testing.TB, w Who, stdin, name string, args ...string) Result {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `exec "$0" "$@"`, name}, args...)...)
 	cmd.Env = []string{"PATH=" + e.Wrappers + ":" + e.Bin + ":" + BasePath, "SLURM_CONF=" + e.C.Conf,
-		"GLEAN_CONFIG=" + e.Config, "HOME=" + e.Work, "USER=" + TestUser, "LOGNAME=" + TestUser, "LANG=C"}
-	cmd.Dir = e.Work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(e.UID), Gid: uint32(e.GID)}}
+		"GLEAN_CONFIG=" + e.Config, "HOME=" + w.Work, "USER=" + w.Name, "LOGNAME=" + w.Name, "LANG=C"}
+	cmd.Dir = w.Work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.UID), Gid: uint32(w.GID)}}
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -356,9 +391,15 @@ func (e *Env) AsUser(tb testing.TB, stdin, name string, args ...string) Result {
 // Sbatch submits as the test user and returns the job id printed.
 func (e *Env) Sbatch(tb testing.TB, script string, args ...string) string {
 	tb.Helper()
-	r := e.AsUser(tb, script, "sbatch", append([]string{"--parsable"}, args...)...)
+	return e.SbatchAs(tb, e.User1(), script, args...)
+}
+
+// SbatchAs is Sbatch for any user.
+func (e *Env) SbatchAs(tb testing.TB, w Who, script string, args ...string) string {
+	tb.Helper()
+	r := e.As(tb, w, script, "sbatch", append([]string{"--parsable"}, args...)...)
 	if r.Code != 0 {
-		tb.Fatalf("sbatch %v: exit %d: %s%s", args, r.Code, r.Stdout, r.Stderr)
+		tb.Fatalf("sbatch %v as %s: exit %d: %s%s", args, w.Name, r.Code, r.Stdout, r.Stderr)
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(r.Stdout), ";")
 	if _, err := strconv.Atoi(id); err != nil {
@@ -388,39 +429,17 @@ func (e *Env) WriteFile(tb testing.TB, name, content string, mode os.FileMode) s
 // Record returns the daemon's record of the job with this anchor, or nil.
 func (e *Env) Record(tb testing.TB, anchor string) *spool.Record {
 	tb.Helper()
-	dirs, _ := os.ReadDir(filepath.Join(e.Spool, spool.JobsDir))
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, d.Name(), spool.RecordFile))
-		if err != nil {
-			continue
-		}
-		var r spool.Record
-		if json.Unmarshal(data, &r) == nil && r.Anchor == anchor {
-			return &r
-		}
-	}
-	return nil
+	return e.LoadRecord(anchor)
 }
 
 // TaskEvents returns the journal's task events of the job with this anchor.
 func (e *Env) TaskEvents(tb testing.TB, anchor string) []spool.TaskEvent {
 	tb.Helper()
-	r := e.Record(tb, anchor)
-	if r == nil {
-		return nil
-	}
-	data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, r.DirName(), spool.JournalFile))
+	evs, err := e.LoadTaskEvents(anchor)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []spool.TaskEvent
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var ev spool.Event
-		if json.Unmarshal([]byte(l), &ev) == nil && ev.Task != nil {
-			out = append(out, *ev.Task)
-		}
-	}
-	return out
+	return evs
 }
 
 // WaitState polls until the anchor's record is in state; it fails the

@@ -1,0 +1,535 @@
+// Package isolation proves issue 6's "Two users, really" on a real
+// loopback Slurm 22.05: two Unix users (gleantest, gleantest2) and the
+// glean user, the real wrapper, gleand as glean and glean-helper as root.
+// A's tasks run as A in pilots owned by A; A cannot make anything run as
+// B, nor read or change B's files; gleand runs as glean and the helper
+// refuses everything but its narrow requests.
+package isolation
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+	"github.com/glean-hpc/glean/tests/gleantest"
+	"github.com/glean-hpc/glean/tests/slurmtest"
+)
+
+var (
+	cl  *slurmtest.Cluster
+	env *gleantest.Env
+)
+
+func TestMain(m *testing.M) {
+	code := slurmtest.Main(m, slurmtest.Options{Nodes: 6}, &cl)
+	if env != nil {
+		env.Stop()
+		if code == 0 {
+			os.RemoveAll(env.Dir)
+		}
+	}
+	os.Exit(code)
+}
+
+// The jobs both users run: each task writes its pid, uid, gid and pilot,
+// then waits for the user's release file, so that the test sees the task
+// process while it runs.
+const blockingTask = `#!/bin/sh
+echo "$$ $(id -u) $(id -g) $SLURM_JOB_ID" > "$HOME/out/$SLURM_ARRAY_TASK_ID.pid"
+while [ ! -e "$HOME/release" ]; do sleep 0.2; done
+echo "task $SLURM_ARRAY_TASK_ID done"
+`
+
+// running is the state shared by the tests: A's and B's jobs, running.
+type running struct {
+	a, b             gleantest.Who
+	anchorA, anchorB string
+	recA, recB       *spool.Record
+	pidsA, pidsB     map[int][4]int // task -> pid, uid, gid, pilot
+}
+
+var shared *running
+
+// setup starts glean and both users' jobs once; their tasks keep running
+// until the test binary's end (or release).
+func setup(t *testing.T) *running {
+	t.Helper()
+	slurmtest.Need(t, cl)
+	if shared != nil {
+		return shared
+	}
+	var err error
+	if env, err = gleantest.New(cl, gleantest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	env.Start(t)
+	s := &running{a: env.User1(), b: env.User2()}
+	for _, w := range []gleantest.Who{s.a, s.b} {
+		for _, d := range []string{filepath.Join(w.Work, "out")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(d, w.UID, w.GID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(w.Work, "task.sh"), []byte(blockingTask), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(w.Work, "task.sh"), w.UID, w.GID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// B's umask is 077: its outputs must be private, as with plain Slurm.
+	s.anchorA = env.SbatchAs(t, s.a, "", "--glean=mode=scavenger", "--array=0-1", "-o", "out/%a.out", "task.sh")
+	r := env.As(t, s.b, "", "/bin/sh", "-c", `umask 077; exec sbatch --parsable --glean=mode=scavenger --array=0-1 -o out/%a.out task.sh`)
+	if r.Code != 0 {
+		t.Fatalf("B's sbatch: %d %s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	s.anchorB = strings.TrimSpace(r.Stdout)
+	s.recA = env.WaitState(t, s.anchorA, time.Minute, spool.StateRunning)
+	s.recB = env.WaitState(t, s.anchorB, time.Minute, spool.StateRunning)
+	s.pidsA, s.pidsB = taskPIDs(t, s.a, 2), taskPIDs(t, s.b, 2)
+	shared = s
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(env.Logs())
+		}
+	})
+	return s
+}
+
+// taskPIDs waits for n tasks' pid files.
+func taskPIDs(t *testing.T, w gleantest.Who, n int) map[int][4]int {
+	t.Helper()
+	out := map[int][4]int{}
+	cl.WaitFor(t, 90*time.Second, w.Name+"'s tasks to start", func() bool {
+		for i := 0; i < n; i++ {
+			data, err := os.ReadFile(filepath.Join(w.Work, "out", strconv.Itoa(i)+".pid"))
+			f := strings.Fields(string(data))
+			if err != nil || len(f) != 4 {
+				return false
+			}
+			var v [4]int
+			for k := range v {
+				v[k], _ = strconv.Atoi(f[k])
+			}
+			out[i] = v
+		}
+		return true
+	})
+	return out
+}
+
+// procIDs reads a process's Uid: and Gid: lines (real, effective, saved,
+// filesystem).
+func procIDs(t *testing.T, pid int) (uids, gids []string) {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+			uids = strings.Fields(v)
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "Gid:"); ok {
+			gids = strings.Fields(v)
+		}
+	}
+	return uids, gids
+}
+
+func all(vals []string, want int) bool {
+	for _, v := range vals {
+		if v != strconv.Itoa(want) {
+			return false
+		}
+	}
+	return len(vals) == 4
+}
+
+// A's tasks run as A (the live process's every uid and gid), in pilots
+// that squeue shows as A's, submitted with the admin's pilot script; the
+// same for B.
+func TestTasksRunAsOwnerInOwnersPilots(t *testing.T) {
+	s := setup(t)
+	for _, c := range []struct {
+		w    gleantest.Who
+		rec  *spool.Record
+		pids map[int][4]int
+	}{{s.a, s.recA, s.pidsA}, {s.b, s.recB, s.pidsB}} {
+		for task, v := range c.pids {
+			uids, gids := procIDs(t, v[0])
+			if !all(uids, c.w.UID) || !all(gids, c.w.GID) {
+				t.Errorf("%s's task %d (pid %d): Uid %v Gid %v, want %d/%d", c.w.Name, task, v[0], uids, gids, c.w.UID, c.w.GID)
+			}
+			pilot := strconv.Itoa(v[3])
+			out := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", pilot, "-o", "%u|%P|%o"))
+			user, rest, _ := strings.Cut(out, "|")
+			part, cmd, _ := strings.Cut(rest, "|")
+			if user != c.w.Name || part != "pilot" || !strings.HasPrefix(cmd, filepath.Join(env.Dir, "libexec", "pilot.sh")+" ") {
+				t.Errorf("%s's task %d runs in job %s: %q, want a pilot of %s running the admin's pilot script", c.w.Name, task, pilot, out, c.w.Name)
+			}
+			rec := env.Record(t, map[string]string{s.a.Name: s.anchorA, s.b.Name: s.anchorB}[c.w.Name])
+			found := false
+			for _, p := range rec.PilotJobs {
+				found = found || p.ID == pilot
+			}
+			if !found {
+				t.Errorf("%s's task %d runs in %s, not a pilot of its record (%+v)", c.w.Name, task, pilot, rec.PilotJobs)
+			}
+		}
+	}
+}
+
+// writeEntry puts an entry into w's incoming directory as w could (the
+// files belong to w, renamed into place).
+func writeEntry(t *testing.T, w gleantest.Who, e *spool.Entry, raw []byte) {
+	t.Helper()
+	inc := filepath.Join(env.Spool, spool.UsersDir, strconv.Itoa(w.UID), spool.IncomingDir)
+	tmp := filepath.Join(inc, ".tmp-"+e.ID)
+	if err := os.Mkdir(tmp, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	script := []byte("#!/bin/sh\nid -u > \"$HOME/out/forged.$SLURM_ARRAY_TASK_ID\"\n")
+	e.ScriptSize = int64(len(script))
+	if raw == nil {
+		var err error
+		if raw, err = e.Encode(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range map[string][]byte{spool.EntryFile: raw, spool.ScriptFile: script, spool.EnvFile: []byte("HOME=" + w.Work + "\x00")} {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(tmp, spool.EnvFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{tmp, filepath.Join(tmp, spool.EntryFile), filepath.Join(tmp, spool.ScriptFile), filepath.Join(tmp, spool.EnvFile)} {
+		if err := os.Chown(p, w.UID, env.GleanGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(tmp, filepath.Join(inc, e.ID)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordOf waits for the record of w's entry id.
+func recordOf(t *testing.T, w gleantest.Who, id string) *spool.Record {
+	t.Helper()
+	var r spool.Record
+	p := filepath.Join(env.Spool, spool.JobsDir, spool.RecordName(w.UID, id), spool.RecordFile)
+	cl.WaitFor(t, 30*time.Second, "the record of "+id, func() bool {
+		data, err := os.ReadFile(p)
+		return err == nil && json.Unmarshal(data, &r) == nil && r.State != spool.StateAccepting
+	})
+	return &r
+}
+
+func anchorComment(t *testing.T, id string) string {
+	t.Helper()
+	return strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", id, "-o", "%k"))
+}
+
+// A cannot make anything run as B: not with --uid/--gid, not with an
+// entry naming B's anchor (with a nonce of its own, or B's id and nonce
+// copied from squeue's comment), not with a lying user field or a uid
+// field, not with a job dressed as a pilot, not by running the agent
+// for B's job.
+func TestCannotRunAsAnother(t *testing.T) {
+	s := setup(t)
+	jobsBefore := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-u", s.b.Name, "-o", "%i %T %r"))
+
+	for _, args := range [][]string{
+		{"--glean", "--uid=" + strconv.Itoa(s.b.UID), "task.sh"},
+		{"--glean", "--uid=0", "task.sh"},
+		{"--glean", "--gid=" + strconv.Itoa(s.b.GID), "task.sh"},
+	} {
+		r := env.As(t, s.a, "", "sbatch", args...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "sbatch: error: glean: --") || strings.Count(r.Stderr, "\n") != 1 {
+			t.Errorf("sbatch %v as A: exit %d %q %q, want a one-line refusal", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+
+	now := time.Now()
+	base := func(anchor string) *spool.Entry {
+		return &spool.Entry{Version: spool.EntryVersion, ID: spool.NewID(now), Nonce: spool.NewNonce(), Submitted: now,
+			User: s.a.Name, Anchor: anchor, Name: "forged", Mode: "scavenger", Script: "x.sh", Cwd: s.a.Work, Export: "ALL",
+			Tasks: 1, Resources: spool.Resources{CPUsPerTask: 1, NTasks: 1, CPUs: 1}}
+	}
+	// B's anchor with A's own nonce.
+	e1 := base(s.anchorB)
+	writeEntry(t, s.a, e1, nil)
+	// B's anchor with B's id and nonce, read from squeue's comment.
+	_, idNonce, _ := strings.Cut(anchorComment(t, s.anchorB), ":")
+	bID, bNonce, _ := strings.Cut(idNonce, ":")
+	e2 := base(s.anchorB)
+	e2.ID, e2.Nonce, e2.User = bID, bNonce, s.b.Name
+	writeEntry(t, s.a, e2, nil)
+	// A uid field naming B.
+	e3 := base(s.anchorA)
+	data, _ := e3.Encode()
+	writeEntry(t, s.a, e3, append([]byte(fmt.Sprintf(`{"uid":%d,`, s.b.UID)), data[1:]...))
+	for _, c := range []struct {
+		e      *spool.Entry
+		reason string
+	}{
+		{e1, "is not yours (it belongs to " + s.b.Name + ")"},
+		{e2, "is not yours (it belongs to " + s.b.Name + ")"},
+		{e3, `unknown field "uid"`},
+	} {
+		r := recordOf(t, s.a, c.e.ID)
+		if r.State != spool.StateRejected || !strings.Contains(r.Reason, c.reason) || r.UID != s.a.UID || r.User != s.a.Name {
+			t.Errorf("forged entry %s: %s %q (uid %d %s), want rejected: %q", c.e.ID, r.State, r.Reason, r.UID, r.User, c.reason)
+		}
+		if c.e == e2 {
+			continue // its id is B's too: glean show <id> finds B's job first
+		}
+		show := env.As(t, s.a, "", "glean", "show", c.e.ID)
+		if !strings.Contains(show.Stdout, c.reason) {
+			t.Errorf("glean show %s: %q %q, want the reason", c.e.ID, show.Stdout, show.Stderr)
+		}
+	}
+
+	// A user field naming B, on A's own anchor: the job is A's and runs
+	// as A.
+	e4 := base("")
+	out := env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "--hold", "-p", "glean", "-o", "/dev/null",
+		"--comment="+spool.Comment(e4.ID, e4.Nonce), "--wrap", "exec true")
+	if out.Code != 0 {
+		t.Fatalf("A's own anchor: %+v", out)
+	}
+	e4.Anchor, e4.User = strings.TrimSpace(out.Stdout), s.b.Name
+	writeEntry(t, s.a, e4, nil)
+	r4 := recordOf(t, s.a, e4.ID)
+	if r4.State == spool.StateRejected || r4.UID != s.a.UID || r4.User != s.a.Name {
+		t.Errorf("entry whose user field says %s on A's anchor: %s %q uid %d user %s, want A's job", s.b.Name, r4.State, r4.Reason, r4.UID, r4.User)
+	}
+	cl.WaitFor(t, 90*time.Second, "the lying entry's task to run", func() bool {
+		data, err := os.ReadFile(filepath.Join(s.a.Work, "out", "forged.0"))
+		if err != nil {
+			data, err = os.ReadFile(filepath.Join(s.a.Work, "out", "forged."))
+		}
+		return err == nil && strings.TrimSpace(string(data)) != ""
+	})
+	for _, f := range []string{"forged.0", "forged."} {
+		if data, err := os.ReadFile(filepath.Join(s.a.Work, "out", f)); err == nil && strings.TrimSpace(string(data)) != strconv.Itoa(s.a.UID) {
+			t.Errorf("the lying entry's task ran as uid %s, want A's %d", data, s.a.UID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.b.Work, "out", "forged.0")); err == nil {
+		t.Error("a forged entry's task wrote into B's directory")
+	}
+
+	// A job of A's dressed as a pilot (name, partition, a pilot comment)
+	// is A's job: not recorded as a pilot of B's job.
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	out = env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "-p", "pilot", "-J", "glean-pilot", "-o", "/dev/null",
+		"--comment=glean-pilot:"+hex.EncodeToString(tok), "--wrap", "exec sleep 300")
+	if out.Code != 0 {
+		t.Fatalf("A's imitating job: %+v", out)
+	}
+	imit := strings.TrimSpace(out.Stdout)
+	defer cl.Run(t, "scancel", imit)
+	// The agent, run by A for B's job, refuses (and could read nothing).
+	ag := env.As(t, s.a, "", filepath.Join(env.Bin, "glean-agent"), "pilot", "--job", s.recB.DirName(), "--config", env.Config)
+	if ag.Code == 0 || !strings.Contains(ag.Stdout+ag.Stderr, fmt.Sprintf("belongs to uid %d", s.b.UID)) {
+		t.Errorf("glean-agent pilot --job <B's> as A: exit %d %q %q", ag.Code, ag.Stdout, ag.Stderr)
+	}
+	cl.WaitFor(t, 30*time.Second, "a daemon round after the imitator", func() bool {
+		return env.Record(t, s.anchorB) != nil
+	})
+	for _, p := range env.Record(t, s.anchorB).PilotJobs {
+		if p.ID == imit {
+			t.Errorf("A's job %s recorded as a pilot of B's job", imit)
+		}
+	}
+	if after := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-u", s.b.Name, "-t", "all", "-o", "%i %T %r")); !strings.Contains(after, s.anchorB) {
+		t.Errorf("B's jobs before %q, after %q", jobsBefore, after)
+	}
+	for task, v := range s.pidsB {
+		if uids, _ := procIDs(t, v[0]); !all(uids, s.b.UID) {
+			t.Errorf("B's task %d: %v", task, uids)
+		}
+	}
+}
+
+// asA runs a shell command as A and returns its stderr and exit code.
+func asA(t *testing.T, s *running, script string, args ...string) (string, int) {
+	t.Helper()
+	r := env.As(t, s.a, "", "/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
+	return r.Stderr, r.Code
+}
+
+// A cannot read or change B's spool records, environment capture, script,
+// work directory, checkpoints or outputs: each attempt fails with EACCES.
+func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
+	s := setup(t)
+	userB := filepath.Join(env.Spool, spool.UsersDir, strconv.Itoa(s.b.UID))
+	inB := filepath.Join(userB, spool.IncomingDir, s.recB.ID)
+	workB := filepath.Join(userB, spool.WorkDir, s.recB.ID)
+	recB := filepath.Join(env.Spool, spool.JobsDir, s.recB.DirName())
+	outB := filepath.Join(s.b.Work, "out", "0.out")
+	if st, err := os.Stat(outB); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("B's output %s: %v %v, want mode 0600 (B's umask 077, recorded as SLURM_UMASK)", outB, st.Mode(), err)
+	}
+	for _, c := range []struct{ what, script, path string }{
+		{"list B's spool directory", `ls "$1"`, userB},
+		{"read B's entry", `cat "$1"`, filepath.Join(inB, spool.EntryFile)},
+		{"read B's environment capture", `cat "$1"`, filepath.Join(inB, spool.EnvFile)},
+		{"read B's script", `cat "$1"`, filepath.Join(inB, spool.ScriptFile)},
+		{"read the daemon's copy of B's script", `cat "$1"`, filepath.Join(recB, spool.ScriptFile)},
+		{"change B's record", `echo '{}' > "$1"`, filepath.Join(recB, spool.RecordFile)},
+		{"append to B's journal", `echo '{}' >> "$1"`, filepath.Join(recB, spool.JournalFile)},
+		{"add to B's record directory", `echo x > "$1"`, filepath.Join(recB, "control.json.new")},
+		{"write a result into B's work directory", `echo '{}' > "$1"`, filepath.Join(workB, spool.ResultsDir, "0.forged")},
+		{"take a lease in B's work directory", `: > "$1"`, filepath.Join(workB, spool.LeasesDir, "1")},
+		{"put an entry into B's incoming", `mkdir "$1"`, filepath.Join(userB, spool.IncomingDir, "x")},
+		{"read B's output (umask 077)", `cat "$1"`, outB},
+		{"change B's output", `echo x >> "$1"`, outB},
+		{"create files in B's output directory", `echo x > "$1"`, filepath.Join(s.b.Work, "out", "9.out")},
+	} {
+		stderr, code := asA(t, s, c.script+" >/dev/null", c.path)
+		if code == 0 || !strings.Contains(stderr, "Permission denied") {
+			t.Errorf("A could %s (%s): exit %d %q", c.what, c.path, code, stderr)
+		}
+	}
+	// Checkpoints, where the agent keeps them (0700 under B's home).
+	if matches, _ := filepath.Glob(filepath.Join(s.b.Work, ".glean", "checkpoints")); len(matches) == 1 {
+		if stderr, code := asA(t, s, `ls "$1"`, matches[0]); code == 0 || !strings.Contains(stderr, "Permission denied") {
+			t.Errorf("A could list B's checkpoints: %d %q", code, stderr)
+		}
+	} else {
+		t.Logf("no checkpoint directory under B's home (the agent creates it for checkpoint-aware jobs)")
+	}
+	// A cannot speak to the helper at all (socket 0660 root:glean).
+	raw := rawClient(t)
+	r := env.As(t, s.a, `{"op":"cancel","job":"`+s.anchorB+`"}`, raw, env.Helper)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "permission denied") {
+		t.Errorf("A reached the helper: %+v", r)
+	}
+}
+
+var rawBin string
+
+func rawClient(t *testing.T) string {
+	t.Helper()
+	if rawBin == "" {
+		rawBin = filepath.Join(env.Dir, "bin", "rawclient")
+		build := exec.Command("go", "build", "-o", rawBin, "./tests/submit/rawclient")
+		build.Dir = gleantest.RepoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build rawclient: %v %s", err, out)
+		}
+	}
+	return rawBin
+}
+
+// asGlean sends one raw request to the helper as the glean user.
+func asGlean(t *testing.T, req string) string {
+	t.Helper()
+	cmd := exec.Command(rawClient(t), env.Helper)
+	cmd.Stdin = strings.NewReader(req + "\n")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(env.GleanUID), Gid: uint32(env.GleanGID)}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rawclient %s: %v %s", req, err, out)
+	}
+	return string(out)
+}
+
+// forgeRecord writes a record under jobs/ as the daemon's user could (a
+// compromised gleand): owned by owner.
+func forgeRecord(t *testing.T, r *spool.Record, owner int) string {
+	t.Helper()
+	dir := filepath.Join(env.Spool, spool.JobsDir, r.DirName())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(r)
+	p := filepath.Join(dir, spool.RecordFile)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{dir, p} {
+		if err := os.Chown(f, owner, env.GleanGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return r.DirName()
+}
+
+// gleand runs as glean; the helper, spoken to as glean with raw
+// requests, refuses a free-form op, a pilot for a record that is not the
+// daemon's, for root, for a system uid, and cancelling B's pilot through
+// A's record; B's pilots and tasks are untouched.
+func TestDaemonUnprivilegedHelperNarrow(t *testing.T) {
+	s := setup(t)
+	uids, gids := procIDs(t, env.DaemonPID())
+	if !all(uids, env.GleanUID) || !all(gids, env.GleanGID) {
+		t.Errorf("gleand (pid %d): Uid %v Gid %v, want glean %d/%d", env.DaemonPID(), uids, gids, env.GleanUID, env.GleanGID)
+	}
+	pilotB := strconv.Itoa(s.pidsB[0][3])
+	token := strings.Repeat("ab", 16)
+	fresh := func(uid int, user string) *spool.Record {
+		r := *s.recA
+		e := *r.Entry
+		e.ID = spool.NewID(time.Now())
+		r.ID, r.UID, r.User, r.Entry = e.ID, uid, user, &e
+		r.State = spool.StateRunning
+		return &r
+	}
+	notDaemons := forgeRecord(t, fresh(s.a.UID, s.a.Name), s.a.UID)
+	roots := forgeRecord(t, fresh(0, "root"), env.GleanUID)
+	system := forgeRecord(t, fresh(1, "daemon"), env.GleanUID)
+	claim := fresh(s.a.UID, s.a.Name)
+	claim.PilotJobs = []spool.PilotJob{{ID: pilotB}}
+	claims := forgeRecord(t, claim, env.GleanUID)
+	for _, c := range []struct{ req, want string }{
+		{`{"op":"exec","argv":["/bin/sh","-c","id"]}`, `unknown field "argv"`},
+		{`{"op":"exec","job":"` + s.anchorB + `"}`, `unknown op "exec"`},
+		{`{"op":"submit-pilot","record":"` + notDaemons + `","minutes":5,"token":"` + token + `"}`, "record " + notDaemons},
+		{`{"op":"submit-pilot","record":"` + roots + `","minutes":5,"token":"` + token + `"}`, "glean does not act for root"},
+		{`{"op":"submit-pilot","record":"` + system + `","minutes":5,"token":"` + token + `"}`, "is a system account"},
+		{`{"op":"submit-pilot","record":"` + s.recA.DirName() + `","minutes":5,"node":"--uid=0","token":"` + token + `"}`, "bad node name"},
+		{`{"op":"cancel-pilot","job":"` + pilotB + `","record":"` + s.recA.DirName() + `"}`, "is not a pilot of record"},
+		{`{"op":"cancel-pilot","job":"` + pilotB + `","record":"` + claims + `"}`, "belongs to " + s.b.Name},
+		{`{"op":"cancel","job":"` + pilotB + `"}`, "not a job glean recorded"},
+		{`{"op":"hold","job":"` + s.anchorB + `","record":"` + s.recA.DirName() + `"}`, "takes no record"},
+	} {
+		ans := asGlean(t, c.req)
+		var resp struct {
+			OK      bool   `json:"ok"`
+			Refused bool   `json:"refused"`
+			Error   string `json:"error"`
+		}
+		if json.Unmarshal([]byte(ans), &resp) != nil || resp.OK || !resp.Refused || !strings.Contains(resp.Error, c.want) {
+			t.Errorf("helper answered %s with %q, want a refusal with %q", c.req, ans, c.want)
+		}
+	}
+	if out := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", pilotB, "-o", "%T %u")); out != "RUNNING "+s.b.Name {
+		t.Errorf("B's pilot %s after the refused requests: %q", pilotB, out)
+	}
+	if out := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-u", "root", "-p", "pilot", "-o", "%i")); out != "" {
+		t.Errorf("pilots of root's: %q", out)
+	}
+}
