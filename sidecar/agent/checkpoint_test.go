@@ -318,3 +318,17 @@ func TestGleanShOutsideGlean(t *testing.T) {
 		}
 	}
 }
+
+func TestTaskEnvCheckpointVars(t *testing.T) {
+	j := &Job{Entry: &spool.Entry{Anchor: testAnchor, Export: "ALL"}}
+	env := TaskEnv(j, nil, TaskVars{Task: 3, Attempt: 2, Restarted: true, CkptRoot: "/r", CkptDir: "/r/4242/3"})
+	for _, kv := range []string{"GLEAN_ATTEMPT=2", "GLEAN_RESTARTED=1", "GLEAN_CHECKPOINT_ROOT=/r", "GLEAN_CHECKPOINT_DIR=/r/4242/3"} {
+		if !slices.Contains(env, kv) {
+			t.Errorf("env lacks %s: %q", kv, env)
+		}
+	}
+	env = TaskEnv(j, nil, TaskVars{Task: 3, Attempt: 1})
+	if !slices.Contains(env, "GLEAN_RESTARTED=0") || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GLEAN_CHECKPOINT_") }) {
+		t.Errorf("without a root: %q", env)
+	}
+}
