@@ -9,6 +9,7 @@ package gleantest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,9 +65,8 @@ type Env struct {
 
 // Options shape the installation's glean.toml.
 type Options struct {
-	Grace  string // policy.grace; default "10s"
-	Margin string // policy.margin; default glean's own (config.Default)
-	Extra  string // appended to the file (whole tables)
+	Grace string // policy.grace; default "10s"
+	Extra string // appended to the file (whole tables)
 	// NoWatch runs gleand with fsnotify off (periodic rescan only), as on
 	// a shared filesystem where inotify sees nothing other hosts write.
 	NoWatch bool
@@ -146,10 +146,6 @@ func New(c *slurmtest.Cluster, opt Options) (*Env, error) {
 	if opt.Grace == "" {
 		opt.Grace = "10s"
 	}
-	margin := ""
-	if opt.Margin != "" {
-		margin = fmt.Sprintf("margin = %q\n", opt.Margin)
-	}
 	text := fmt.Sprintf(`[slurm]
 timeout = "30s"
 [partitions]
@@ -159,7 +155,7 @@ pilot = "pilot"
 dir = %q
 [policy]
 grace = %q
-%smin_pilot_time = "1m"
+min_pilot_time = "1m"
 max_pending_pilots = 24
 [limits]
 max_tasks_per_job = 200000
@@ -171,7 +167,7 @@ heartbeat_timeout = "20s"
 socket = %q
 agent = %q
 pilot_script = %q
-%s`, e.Spool, opt.Grace, margin, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
+%s`, e.Spool, opt.Grace, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
 	if err := os.WriteFile(e.Config, []byte(text), 0o644); err != nil {
 		return nil, err
 	}
@@ -429,17 +425,39 @@ func (e *Env) WriteFile(tb testing.TB, name, content string, mode os.FileMode) s
 // Record returns the daemon's record of the job with this anchor, or nil.
 func (e *Env) Record(tb testing.TB, anchor string) *spool.Record {
 	tb.Helper()
-	return e.LoadRecord(anchor)
+	dirs, _ := os.ReadDir(filepath.Join(e.Spool, spool.JobsDir))
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, d.Name(), spool.RecordFile))
+		if err != nil {
+			continue
+		}
+		var r spool.Record
+		if json.Unmarshal(data, &r) == nil && r.Anchor == anchor {
+			return &r
+		}
+	}
+	return nil
 }
 
 // TaskEvents returns the journal's task events of the job with this anchor.
 func (e *Env) TaskEvents(tb testing.TB, anchor string) []spool.TaskEvent {
 	tb.Helper()
-	evs, err := e.LoadTaskEvents(anchor)
+	r := e.Record(tb, anchor)
+	if r == nil {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, r.DirName(), spool.JournalFile))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return evs
+	var out []spool.TaskEvent
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev spool.Event
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Task != nil {
+			out = append(out, *ev.Task)
+		}
+	}
+	return out
 }
 
 // WaitState polls until the anchor's record is in state; it fails the
