@@ -249,3 +249,67 @@ sleep 2
 	anchorCompleted(t, e, anchor)
 	t.Logf("%d kills of gleand during 500 tasks: %d attempts, %d duplicates (ran twice, committed once), 0 lost", kills, attempts, dups)
 }
+
+// outage is how long slurmctld stays down in TestControllerOutage: 60 s
+// with GLEAN_CHAOS_LONG=1 (make chaos), 20 s in make test.
+func outage() time.Duration {
+	if os.Getenv("GLEAN_CHAOS_LONG") == "1" {
+		return 60 * time.Second
+	}
+	return 20 * time.Second
+}
+
+// slurmctld stops mid-run: gleand backs off and stays up, `glean status`
+// still answers from the spool, the running tasks go on; when slurmctld is
+// back, gleand resumes and the job completes with every task once.
+func TestControllerOutage(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "task3.sh", "#!/bin/sh\necho \"task $SLURM_ARRAY_TASK_ID\"\nsleep 3\n", 0o755)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-199", "-o", "out/%A_%a.out", "task3.sh")
+	e.WaitState(t, anchor, 60*time.Second, spool.StateRunning)
+	pid := e.DaemonPID()
+	if err := cl.StopController(); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = cl.StartController()
+		}
+	}()
+	// During the outage: status from the spool, gleand alive, tasks done.
+	before := e.Record(t, anchor).Tasks.Done
+	for time.Since(down) < outage() {
+		r := e.AsUser(t, "", "glean", "status")
+		if r.Code != 0 || !strings.Contains(r.Stdout, anchor) {
+			t.Fatalf("glean status during the outage: %+v", r)
+		}
+		select {
+		case <-e.DaemonDone():
+			t.Fatalf("gleand exited during the outage: %v", e.DaemonStatus())
+		case <-time.After(2 * time.Second): // status every 2 s while the outage lasts
+		}
+	}
+	during := e.Record(t, anchor).Tasks.Done - before
+	if err := cl.StartController(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	back := time.Now()
+	r := e.WaitState(t, anchor, 4*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
+	if r.State != spool.StateDone {
+		t.Fatalf("job %s after the outage: %+v", r.State, r.Tasks)
+	}
+	if e.DaemonPID() != pid {
+		t.Errorf("gleand was restarted")
+	}
+	exactlyOnce(t, e, anchor, 200)
+	anchorCompleted(t, e, anchor)
+	log, _ := os.ReadFile(e.Dir + "/gleand.log")
+	if !strings.Contains(string(log), "backing off") || !strings.Contains(string(log), "Slurm answers again") {
+		t.Errorf("gleand did not log its backoff and recovery")
+	}
+	t.Logf("slurmctld down %v: %d tasks committed meanwhile (from results written during it), job done %v after its return",
+		outage(), during, time.Since(back).Round(time.Second))
+}
