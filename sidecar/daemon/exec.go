@@ -394,6 +394,13 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 		}
 	}
 	for _, l := range ws.Leases {
+		if !r.Entry.ArrayContains(l.Task) {
+			// No agent leases a task outside the array: the owner's garbage,
+			// which would count towards nothing real.
+			x.log.Warn("removing a lease outside the array", "job", r.DirName(), "task", l.Task)
+			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
+			continue
+		}
 		if !x.leaseLost(now, l, snap, jobs) {
 			running++
 			// When its task is expected to end (zero: unknown), so that the

@@ -520,12 +520,8 @@ func TestWorkHostileFiles(t *testing.T) {
 // "pilot-lost" event for task 99 of a 4-task job counts toward nothing
 // real, and after limits' attempts it becomes a final "failed" line that
 // makes the job's exit code 1 and its final count reach the task count
-// early. Known bug in exec.go work() (it checks the array for results,
-// not for leases), reported to its owners: run with GLEAN_KNOWN_BUGS=1.
+// early. (work() checked the array for results, not for leases.)
 func TestWorkLeaseOutsideArray(t *testing.T) {
-	if os.Getenv("GLEAN_KNOWN_BUGS") == "" {
-		t.Skip("known bug in sidecar/daemon/exec.go (leases outside the array are journalled); GLEAN_KNOWN_BUGS=1 runs it")
-	}
 	j := newWorkJob(t, time.Minute)
 	rewrite(t, filepath.Join(j.w.Dir, spool.LeasesDir, "99"), []byte(`{"version":1,"task":99,"attempt":"x","pilot":"5"}`), uidAlice)
 	rec, rs, x, fx := j.rec, j.rs, j.x, j.fx
