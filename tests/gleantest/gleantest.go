@@ -9,7 +9,6 @@ package gleantest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,8 +64,9 @@ type Env struct {
 
 // Options shape the installation's glean.toml.
 type Options struct {
-	Grace string // policy.grace; default "10s"
-	Extra string // appended to the file (whole tables)
+	Grace  string // policy.grace; default "10s"
+	Margin string // policy.margin; default glean's own (config.Default)
+	Extra  string // appended to the file (whole tables)
 	// NoWatch runs gleand with fsnotify off (periodic rescan only), as on
 	// a shared filesystem where inotify sees nothing other hosts write.
 	NoWatch bool
@@ -146,6 +146,10 @@ func New(c *slurmtest.Cluster, opt Options) (*Env, error) {
 	if opt.Grace == "" {
 		opt.Grace = "10s"
 	}
+	margin := ""
+	if opt.Margin != "" {
+		margin = fmt.Sprintf("margin = %q\n", opt.Margin)
+	}
 	text := fmt.Sprintf(`[slurm]
 timeout = "30s"
 [partitions]
@@ -155,7 +159,7 @@ pilot = "pilot"
 dir = %q
 [policy]
 grace = %q
-min_pilot_time = "1m"
+%smin_pilot_time = "1m"
 max_pending_pilots = 24
 [limits]
 max_tasks_per_job = 200000
@@ -167,29 +171,34 @@ heartbeat_timeout = "20s"
 socket = %q
 agent = %q
 pilot_script = %q
-%s`, e.Spool, opt.Grace, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
+%s`, e.Spool, opt.Grace, margin, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
 	if err := os.WriteFile(e.Config, []byte(text), 0o644); err != nil {
 		return nil, err
 	}
-	sp := &spool.Spool{Dir: e.Spool}
-	rs, err := sp.Init(e.GleanGID)
-	if err != nil {
-		return nil, err
-	}
-	rs.Close()
-	if err := os.Chmod(e.Spool, 0o755); err != nil {
-		return nil, err
-	}
-	// The spool is the daemon's user's, as a package would install it.
-	for _, d := range []string{e.Spool, filepath.Join(e.Spool, spool.UsersDir), filepath.Join(e.Spool, spool.JobsDir)} {
-		if err := os.Lchown(d, e.GleanUID, e.GleanGID); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.Chmod(filepath.Join(e.Spool, spool.UsersDir), spool.UsersMode); err != nil { // chown cleared setgid
+	if err := e.initSpool(); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// initSpool creates the spool's top directories, the daemon's user's, as
+// a package would install them.
+func (e *Env) initSpool() error {
+	sp := &spool.Spool{Dir: e.Spool}
+	rs, err := sp.Init(e.GleanGID)
+	if err != nil {
+		return err
+	}
+	rs.Close()
+	if err := os.Chmod(e.Spool, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{e.Spool, filepath.Join(e.Spool, spool.UsersDir), filepath.Join(e.Spool, spool.JobsDir)} {
+		if err := os.Lchown(d, e.GleanUID, e.GleanGID); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(filepath.Join(e.Spool, spool.UsersDir), spool.UsersMode) // chown cleared setgid
 }
 
 func ensureUsers() error {
@@ -425,39 +434,17 @@ func (e *Env) WriteFile(tb testing.TB, name, content string, mode os.FileMode) s
 // Record returns the daemon's record of the job with this anchor, or nil.
 func (e *Env) Record(tb testing.TB, anchor string) *spool.Record {
 	tb.Helper()
-	dirs, _ := os.ReadDir(filepath.Join(e.Spool, spool.JobsDir))
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, d.Name(), spool.RecordFile))
-		if err != nil {
-			continue
-		}
-		var r spool.Record
-		if json.Unmarshal(data, &r) == nil && r.Anchor == anchor {
-			return &r
-		}
-	}
-	return nil
+	return e.LoadRecord(anchor)
 }
 
 // TaskEvents returns the journal's task events of the job with this anchor.
 func (e *Env) TaskEvents(tb testing.TB, anchor string) []spool.TaskEvent {
 	tb.Helper()
-	r := e.Record(tb, anchor)
-	if r == nil {
-		return nil
-	}
-	data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, r.DirName(), spool.JournalFile))
+	evs, err := e.LoadTaskEvents(anchor)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []spool.TaskEvent
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var ev spool.Event
-		if json.Unmarshal([]byte(l), &ev) == nil && ev.Task != nil {
-			out = append(out, *ev.Task)
-		}
-	}
-	return out
+	return evs
 }
 
 // WaitState polls until the anchor's record is in state; it fails the

@@ -313,3 +313,84 @@ func TestControllerOutage(t *testing.T) {
 	t.Logf("slurmctld down %v: %d tasks committed meanwhile (from results written during it), job done %v after its return",
 		outage(), during, time.Since(back).Round(time.Second))
 }
+
+// The spool's filesystem fills up (a small tmpfs): a submission fails with
+// a clear one-line error and leaves nothing behind; a job running while
+// it is full loses nothing and writes no corrupt record; it completes
+// once space returns.
+func TestSpoolFull(t *testing.T) {
+	slurmtest.Need(t, cl)
+	if env != nil {
+		env.Stop() // one gleand on the cluster at a time
+	}
+	cl.CancelAll(t)
+	e, err := gleantest.New(cl, gleantest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SpoolOnTmpfs(32); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		e.Stop()
+		_ = e.Unmount()
+		if !t.Failed() {
+			os.RemoveAll(e.Dir)
+		}
+	}()
+	e.Start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(e.Logs())
+		}
+	})
+	e.WriteFile(t, "task.sh", "#!/bin/sh\necho \"task $SLURM_ARRAY_TASK_ID\"\nsleep 2\n", 0o755)
+	e.WriteFile(t, "out/.keep", "", 0o644)
+
+	filler, err := e.Fill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.AsUser(t, "", "sbatch", "--glean=mode=scavenger", "--array=0-99", "-o", "out/%A_%a.out", "task.sh")
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "no space left on device") || len(lines) != 1 {
+		t.Errorf("sbatch on a full spool: exit %d, stderr %q; want one clear line", r.Code, r.Stderr)
+	}
+	if out := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-o", "%A")); out != "" {
+		t.Errorf("jobs left behind by the failed submission: %s", out)
+	}
+	os.Remove(filler)
+
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-99", "-o", "out/%A_%a.out", "task.sh")
+	e.WaitState(t, anchor, 60*time.Second, spool.StateRunning)
+	if filler, err = e.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	full := time.Now()
+	// Full for 10 s while tasks end and want to write their results.
+	<-time.After(10 * time.Second)
+	os.Remove(filler)
+	rec := e.WaitState(t, anchor, 4*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
+	if rec.State != spool.StateDone {
+		t.Fatalf("job %s after the spool was full: %+v", rec.State, rec.Tasks)
+	}
+	exactlyOnce(t, e, anchor, 100)
+	anchorCompleted(t, e, anchor)
+	// No corrupt record: every job.json and journal line parses.
+	dirs, _ := os.ReadDir(filepath.Join(e.Spool, spool.JobsDir))
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, d.Name(), spool.RecordFile))
+		var rr spool.Record
+		if err != nil || json.Unmarshal(data, &rr) != nil {
+			t.Errorf("record %s unreadable: %v", d.Name(), err)
+		}
+		j, _ := os.ReadFile(filepath.Join(e.Spool, spool.JobsDir, d.Name(), spool.JournalFile))
+		for i, l := range strings.Split(strings.TrimSpace(string(j)), "\n") {
+			var ev spool.Event
+			if json.Unmarshal([]byte(l), &ev) != nil {
+				t.Errorf("journal %s line %d corrupt: %q", d.Name(), i+1, l)
+			}
+		}
+	}
+	t.Logf("spool full for 10 s at %s mid-run: job done, every task once, records intact", full.Format(time.TimeOnly))
+}
