@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 # Fuzz targets as package:FuzzName, found by grep so new ones join automatically.
 FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' sidecar | xargs -r grep -Ho '^func Fuzz[A-Za-z0-9_]*' | sed 's|/[^/]*_test.go:func |:|')
 
-.PHONY: all build spank test unit bench lint fuzz deps clean demo
+.PHONY: all build spank test unit bench lint fuzz deps clean demo chaos
 
 all: build
 
@@ -31,6 +31,13 @@ deps:
 # tests against a real loopback Slurm (which fail, not skip, when it cannot start).
 test: deps build
 	GLEAN_REQUIRE_SLURM=1 $(GO) test -count=1 -timeout 25m $(PKGS)
+	@echo "== the end-to-end suite again with file watching off (periodic rescan only, as on NFS)"
+	GLEAN_REQUIRE_SLURM=1 GLEAN_NO_WATCH=1 $(GO) test -count=1 -timeout 15m ./tests/execution
+
+# chaos runs the crash-recovery tests in their long versions (slurmctld
+# down for 60 s instead of 20 s).
+chaos: deps build
+	GLEAN_REQUIRE_SLURM=1 GLEAN_CHAOS_LONG=1 $(GO) test -count=1 -v -timeout 60m ./tests/recovery
 
 # unit runs the tests that need no Slurm.
 unit:
