@@ -223,3 +223,30 @@ func TestLostLeaseReason(t *testing.T) {
 		})
 	}
 }
+
+func TestBackoff(t *testing.T) {
+	var b backoff
+	t0 := time.Unix(1_800_000_000, 0)
+	steps := []struct {
+		failed  bool
+		delay   time.Duration
+		changed bool
+	}{
+		{false, 0, false},
+		{true, time.Second, true},
+		{true, 2 * time.Second, false},
+		{true, 4 * time.Second, false},
+		{true, 8 * time.Second, false},
+		{true, 16 * time.Second, false},
+		{true, 30 * time.Second, false},
+		{true, 30 * time.Second, false},
+		{false, 0, true},
+		{true, time.Second, true},
+	}
+	for i, s := range steps {
+		d, changed := b.next(s.failed, time.Second, t0)
+		if d != s.delay || changed != s.changed || (s.failed && !b.until.Equal(t0.Add(d))) {
+			t.Errorf("step %d: delay %v changed %v, want %v %v", i, d, changed, s.delay, s.changed)
+		}
+	}
+}
