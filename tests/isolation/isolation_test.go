@@ -27,8 +27,9 @@ import (
 )
 
 var (
-	cl  *slurmtest.Cluster
-	env *gleantest.Env
+	cl   *slurmtest.Cluster
+	env  *gleantest.Env
+	ckpt string // checkpoint.root's parent, like a shared scratch (1777)
 )
 
 func TestMain(m *testing.M) {
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 		env.Stop()
 		if code == 0 {
 			os.RemoveAll(env.Dir)
+			os.RemoveAll(ckpt)
 		}
 	}
 	os.Exit(code)
@@ -70,7 +72,14 @@ func setup(t *testing.T) *running {
 		return shared
 	}
 	var err error
-	if env, err = gleantest.New(cl, gleantest.Options{}); err != nil {
+	if ckpt, err = os.MkdirTemp("/tmp", "glckpt-"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ckpt, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	opt := gleantest.Options{Extra: fmt.Sprintf("[checkpoint]\nroot = %q\n", filepath.Join(ckpt, "%u"))}
+	if env, err = gleantest.New(cl, opt); err != nil {
 		t.Fatal(err)
 	}
 	env.Start(t)
@@ -412,13 +421,18 @@ func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
 			t.Errorf("A could %s (%s): exit %d %q", c.what, c.path, code, stderr)
 		}
 	}
-	// Checkpoints, where the agent keeps them (0700 under B's home).
-	if matches, _ := filepath.Glob(filepath.Join(s.b.Work, ".glean", "checkpoints")); len(matches) == 1 {
-		if stderr, code := asA(t, s, `ls "$1"`, matches[0]); code == 0 || !strings.Contains(stderr, "Permission denied") {
-			t.Errorf("A could list B's checkpoints: %d %q", code, stderr)
+	// Checkpoints, outside the spool: <checkpoint.root>/<anchor>, 0700.
+	ckB := filepath.Join(ckpt, s.b.Name, s.anchorB)
+	if st, err := os.Stat(ckB); err != nil || st.Mode().Perm() != 0o700 || int(st.Sys().(*syscall.Stat_t).Uid) != s.b.UID {
+		t.Errorf("B's checkpoint directory %s: %v %v, want B's, 0700", ckB, st, err)
+	}
+	for _, c := range []struct{ what, script string }{
+		{"list B's checkpoints", `ls "$1"`},
+		{"write into B's checkpoints", `echo x > "$1/0/state"`},
+	} {
+		if stderr, code := asA(t, s, c.script+" >/dev/null", ckB); code == 0 || !strings.Contains(stderr, "Permission denied") {
+			t.Errorf("A could %s: %d %q", c.what, code, stderr)
 		}
-	} else {
-		t.Logf("no checkpoint directory under B's home (the agent creates it for checkpoint-aware jobs)")
 	}
 	// A cannot speak to the helper at all (socket 0660 root:glean).
 	raw := rawClient(t)
