@@ -401,7 +401,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
 			continue
 		}
-		if !x.leaseLost(now, l, snap, jobs) {
+		if !x.leaseLost(now, l, r, snap, jobs) {
 			running++
 			// When its task is expected to end (zero: unknown), so that the
 			// policy lets a pilot about to be free give way first.
@@ -454,12 +454,20 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 	return committed, lost, running, busy
 }
 
-// leaseLost: not refreshed within the heartbeat timeout, or its pilot is
-// no longer running (with a little slack for a lease being written).
-func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, snap *cluster.Snapshot, jobs map[string]*cluster.Job) bool {
+// leaseLost: not refreshed within the heartbeat timeout; or its pilot is
+// one of glean's that Slurm no longer shows (at once: a pilot seen gone
+// writes no new lease); or another job (a shadow element) that is not
+// running, with a little slack for a lease written by a job that started
+// after the snapshot.
+func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job) bool {
 	age := now.Sub(l.Heartbeat)
 	if age > x.opt.HeartbeatTimeout {
 		return true
+	}
+	for _, p := range r.PilotJobs {
+		if p.ID != "" && p.ID == l.Lease.Pilot && !p.Ended.IsZero() {
+			return true
+		}
 	}
 	if !snap.Complete || age < 15*time.Second {
 		return false
