@@ -193,7 +193,7 @@ func TestTasksRunAsOwnerInOwnersPilots(t *testing.T) {
 			if user != c.w.Name || part != "pilot" || !strings.HasPrefix(cmd, filepath.Join(env.Dir, "libexec", "pilot.sh")+" ") {
 				t.Errorf("%s's task %d runs in job %s: %q, want a pilot of %s running the admin's pilot script", c.w.Name, task, pilot, out, c.w.Name)
 			}
-			rec := env.Record(t, map[string]string{s.a.Name: s.anchorA, s.b.Name: s.anchorB}[c.w.Name])
+			rec := recordOf(t, c.w, c.rec.ID)
 			found := false
 			for _, p := range rec.PilotJobs {
 				found = found || p.ID == pilot
@@ -208,6 +208,12 @@ func TestTasksRunAsOwnerInOwnersPilots(t *testing.T) {
 // writeEntry puts an entry into w's incoming directory as w could (the
 // files belong to w, renamed into place).
 func writeEntry(t *testing.T, w gleantest.Who, e *spool.Entry, raw []byte) {
+	t.Helper()
+	writeEntryMode(t, w, e, raw, 0o640)
+}
+
+// writeEntryMode is writeEntry with the script's mode.
+func writeEntryMode(t *testing.T, w gleantest.Who, e *spool.Entry, raw []byte, scriptMode os.FileMode) {
 	t.Helper()
 	inc := filepath.Join(env.Spool, spool.UsersDir, strconv.Itoa(w.UID), spool.IncomingDir)
 	tmp := filepath.Join(inc, ".tmp-"+e.ID)
@@ -228,6 +234,9 @@ func writeEntry(t *testing.T, w gleantest.Who, e *spool.Entry, raw []byte) {
 		}
 	}
 	if err := os.Chmod(filepath.Join(tmp, spool.EnvFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(tmp, spool.ScriptFile), scriptMode); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{tmp, filepath.Join(tmp, spool.EntryFile), filepath.Join(tmp, spool.ScriptFile), filepath.Join(tmp, spool.EnvFile)} {
@@ -317,10 +326,21 @@ func TestCannotRunAsAnother(t *testing.T) {
 		}
 	}
 
+	// A job of A's dressed as a pilot (name, partition, a pilot comment)
+	// is A's job: not recorded as a pilot of B's job.
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	out := env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "-p", "pilot", "-J", "glean-pilot", "-o", "/dev/null",
+		"--comment=glean-pilot:"+hex.EncodeToString(tok), "--wrap", "exec sleep 300")
+	if out.Code != 0 {
+		t.Fatalf("A's imitating job: %+v", out)
+	}
+	imit := strings.TrimSpace(out.Stdout)
+	defer cl.Run(t, "scancel", imit)
 	// A user field naming B, on A's own anchor: the job is A's and runs
-	// as A.
+	// as A (by then gleand has had rounds with the imitator queued).
 	e4 := base("")
-	out := env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "--hold", "-p", "glean", "-o", "/dev/null",
+	out = env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "--hold", "-p", "glean", "-o", "/dev/null",
 		"--comment="+spool.Comment(e4.ID, e4.Nonce), "--wrap", "exec true")
 	if out.Code != 0 {
 		t.Fatalf("A's own anchor: %+v", out)
@@ -347,26 +367,12 @@ func TestCannotRunAsAnother(t *testing.T) {
 		t.Error("a forged entry's task wrote into B's directory")
 	}
 
-	// A job of A's dressed as a pilot (name, partition, a pilot comment)
-	// is A's job: not recorded as a pilot of B's job.
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	out = env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "-p", "pilot", "-J", "glean-pilot", "-o", "/dev/null",
-		"--comment=glean-pilot:"+hex.EncodeToString(tok), "--wrap", "exec sleep 300")
-	if out.Code != 0 {
-		t.Fatalf("A's imitating job: %+v", out)
-	}
-	imit := strings.TrimSpace(out.Stdout)
-	defer cl.Run(t, "scancel", imit)
 	// The agent, run by A for B's job, refuses (and could read nothing).
 	ag := env.As(t, s.a, "", filepath.Join(env.Bin, "glean-agent"), "pilot", "--job", s.recB.DirName(), "--config", env.Config)
 	if ag.Code == 0 || !strings.Contains(ag.Stdout+ag.Stderr, fmt.Sprintf("belongs to uid %d", s.b.UID)) {
 		t.Errorf("glean-agent pilot --job <B's> as A: exit %d %q %q", ag.Code, ag.Stdout, ag.Stderr)
 	}
-	cl.WaitFor(t, 30*time.Second, "a daemon round after the imitator", func() bool {
-		return env.Record(t, s.anchorB) != nil
-	})
-	for _, p := range env.Record(t, s.anchorB).PilotJobs {
+	for _, p := range recordOf(t, s.b, s.recB.ID).PilotJobs {
 		if p.ID == imit {
 			t.Errorf("A's job %s recorded as a pilot of B's job", imit)
 		}
@@ -545,5 +551,39 @@ func TestDaemonUnprivilegedHelperNarrow(t *testing.T) {
 	}
 	if out := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-u", "root", "-p", "pilot", "-o", "%i")); out != "" {
 		t.Errorf("pilots of root's: %q", out)
+	}
+}
+
+// A script the daemon cannot read (mode 0600: gleand runs as glean, not
+// as root) is a clear rejection; the entry was never verified, so its
+// anchor is left as A submitted it (A's own hold, A's to cancel), and
+// nothing else is affected.
+func TestUnreadableScript(t *testing.T) {
+	s := setup(t)
+	now := time.Now()
+	e := &spool.Entry{Version: spool.EntryVersion, ID: spool.NewID(now), Nonce: spool.NewNonce(), Submitted: now,
+		User: s.a.Name, Name: "unreadable", Mode: "scavenger", Script: "x.sh", Cwd: s.a.Work, Export: "ALL",
+		Tasks: 1, Resources: spool.Resources{CPUsPerTask: 1, NTasks: 1, CPUs: 1}}
+	out := env.As(t, s.a, "", "/usr/bin/sbatch", "--parsable", "--hold", "-p", "glean", "-o", "/dev/null",
+		"--comment="+spool.Comment(e.ID, e.Nonce), "--wrap", "exec true")
+	if out.Code != 0 {
+		t.Fatalf("A's anchor: %+v", out)
+	}
+	e.Anchor = strings.TrimSpace(out.Stdout)
+	writeEntryMode(t, s.a, e, nil, 0o600)
+	r := recordOf(t, s.a, e.ID)
+	if r.State != spool.StateRejected || !strings.Contains(r.Reason, "script: permission denied") || r.UID != s.a.UID {
+		t.Errorf("record %s %q uid %d, want rejected: script: permission denied", r.State, r.Reason, r.UID)
+	}
+	if st := strings.TrimSpace(cl.Run(t, "squeue", "-h", "-j", e.Anchor, "-o", "%T %r %u")); st != "PENDING JobHeldUser "+s.a.Name {
+		t.Errorf("the unverified anchor %s: %q, want untouched", e.Anchor, st)
+	}
+	if show := env.As(t, s.a, "", "glean", "show", e.ID); !strings.Contains(show.Stdout, "permission denied") {
+		t.Errorf("glean show: %q %q", show.Stdout, show.Stderr)
+	}
+	for _, rec := range []*spool.Record{recordOf(t, s.a, s.recA.ID), recordOf(t, s.b, s.recB.ID)} {
+		if rec == nil || rec.State != spool.StateRunning {
+			t.Errorf("another job after the rejection: %+v", rec)
+		}
 	}
 }
