@@ -7,7 +7,6 @@
 package gleantest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -373,24 +372,11 @@ func (e *Env) As(tb testing.TB, w Who, stdin, name string, args ...string) Resul
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `exec "$0" "$@"`, name}, args...)...)
-	cmd.Env = []string{"PATH=" + e.Wrappers + ":" + e.Bin + ":" + BasePath, "SLURM_CONF=" + e.C.Conf,
-		"GLEAN_CONFIG=" + e.Config, "HOME=" + w.Work, "USER=" + w.Name, "LOGNAME=" + w.Name, "LANG=C"}
-	cmd.Dir = w.Work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.UID), Gid: uint32(w.GID)}}
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
+	r, err := e.ExecAs(ctx, w, stdin, name, args...)
 	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			tb.Fatalf("%s: %v", name, err)
-		}
-		code = ee.ExitCode()
+		tb.Fatalf("%s: %v", name, err)
 	}
-	return Result{out.String(), errb.String(), code}
+	return r
 }
 
 // Sbatch submits as the test user and returns the job id printed.

@@ -250,8 +250,8 @@ func (fig figure) write(out io.Writer, f Format) (err error) {
 }
 
 // hoursTicker labels whole multiples of a step that suits hours (1, 2, 3,
-// 6, 12, 24 h, ...; fractions of an hour for short runs), about 5 to 12 of
-// them.
+// 6, 12, 24 h, ...; fractions of an hour for short runs, labelled h:mm),
+// about 5 to 12 of them.
 func hoursTicker() gplot.Ticker {
 	return gplot.TickerFunc(func(lo, hi float64) []gplot.Tick {
 		span := hi - lo
@@ -270,7 +270,12 @@ func hoursTicker() gplot.Ticker {
 		}
 		var ticks []gplot.Tick
 		for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
-			ticks = append(ticks, gplot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			label := strconv.FormatFloat(v, 'f', -1, 64)
+			if step < 1 { // fractions of an hour read as h:mm (0:05, 1:30), not 0.083
+				m := int(math.Round(v * 60))
+				label = fmt.Sprintf("%d:%02d", m/60, m%60)
+			}
+			ticks = append(ticks, gplot.Tick{Value: v, Label: label})
 		}
 		return ticks
 	})
