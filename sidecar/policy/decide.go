@@ -199,21 +199,8 @@ func (a Action) String() string {
 // they could start now); a pending array as one line with ArrayTasks;
 // glean's pilots as ordinary lines, recognised only by State.Pilots' IDs.
 func Decide(s *cluster.Snapshot, st State, cfg Config, now time.Time) []Action {
-	if s == nil || cfg.Validate() != nil {
-		return nil
-	}
-	d := newDecider(s, st, cfg, now)
-	d.timeouts()
-	d.noWork()
-	d.baseCancels()
-	if d.winOK {
-		d.giveWay()
-		d.thesis()
-		if s.Complete && !d.timedOut {
-			d.submit()
-		}
-	}
-	return d.acts
+	acts, _ := DecideHold(s, st, cfg, now)
+	return acts
 }
 
 // decider holds one round's derived view. Nodes are indices into s.Nodes,
@@ -258,6 +245,9 @@ type decider struct {
 	thesisLimit time.Duration
 	thesisWhy   string
 	partMember  map[string][]bool
+
+	h          *tracker // when the decision may change (DecideHold)
+	pilotOrder *tracker // what ordering the pilots' nodes read (rulePass)
 }
 
 func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decider {
@@ -269,6 +259,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 		gone:     make([]bool, len(st.Pilots)),
 		nodeIdx:  make(map[string]int, len(s.Nodes)),
 		started:  map[string]bool{},
+		h:        &tracker{now: now},
 	}
 	for i, j := range st.Jobs {
 		if _, dup := d.jobIdx[j.ID]; !dup {
@@ -355,7 +346,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 		}
 	}
 
-	w, err := BackfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude})
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h)
 	if err == nil {
 		d.win, d.winOK = w, true
 		d.wAt = make([]int, n)
@@ -417,7 +408,7 @@ func (d *decider) cancelOrder(a, b int) int {
 // first those that lose no work (idle, or their task ends within Grace),
 // then cancelOrder.
 func (d *decider) giveOrder(a, b int) int {
-	la, lb := d.lossless(a, d.now.Add(d.cfg.Grace)), d.lossless(b, d.now.Add(d.cfg.Grace))
+	la, lb := d.lossless(a, d.nowPlus(d.cfg.Grace)), d.lossless(b, d.nowPlus(d.cfg.Grace))
 	switch {
 	case la && !lb:
 		return -1
@@ -429,9 +420,16 @@ func (d *decider) giveOrder(a, b int) int {
 
 // lossless reports whether running pilot pi can leave by t without
 // killing a task: it is idle, or its task is known to end by t.
-func (d *decider) lossless(pi int, t time.Time) bool {
+func (d *decider) lossless(pi int, t mtime) bool {
 	p := &d.st.Pilots[pi]
-	return p.State == PilotRunning && (!p.Busy || !p.TaskEnd.IsZero() && !p.TaskEnd.After(t))
+	if p.State != PilotRunning || !p.Busy {
+		return p.State == PilotRunning
+	}
+	d.h.taskEnds = true
+	if p.TaskEnd.IsZero() {
+		return false
+	}
+	return d.cmpM(fixed(p.TaskEnd), t) <= 0
 }
 
 // timeouts cancels pending pilots older than the timeout: one scheduling
@@ -459,6 +457,8 @@ func (d *decider) timeouts() {
 		if age := d.now.Sub(p.Submitted); age > limit {
 			d.timedOut = true
 			d.cancel(pi, CauseTimeout, fmt.Sprintf("pending %s, timeout %s", FormatDuration(age), FormatDuration(limit)))
+		} else {
+			d.h.flip(p.Submitted.Add(limit))
 		}
 	}
 }
@@ -635,6 +635,7 @@ func (d *decider) syncRelease(limit time.Duration) time.Duration {
 	if f <= 0 {
 		return limit
 	}
+	d.h.never() // boundaries come with the clock
 	if limit == cluster.Unlimited {
 		limit = 2 * f
 	}
@@ -669,6 +670,7 @@ func (d *decider) runningBase(j *ElasticJob) int {
 type candidate struct {
 	i      int
 	window time.Duration
+	w      *NodeWindow
 }
 
 // submit sizes and submits pilots, jobs in FIFO order, within the caps.
@@ -697,11 +699,11 @@ func (d *decider) submit() {
 	var cands []candidate
 	for i := range d.s.Nodes {
 		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
-			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor})
+			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor, &d.win.Nodes[wi]})
 		}
 	}
 	byWindow := func(a, b candidate) int {
-		if c := cmp.Compare(b.window, a.window); c != 0 {
+		if c := d.cmpWin(b.w, a.w); c != 0 {
 			return c
 		}
 		return naturalCompare(d.s.Nodes[a.i].Name, d.s.Nodes[b.i].Name)
@@ -715,7 +717,7 @@ func (d *decider) submit() {
 	if d.thesisTake {
 		for i := range d.s.Nodes {
 			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
-				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor})
+				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor, &d.win.Nodes[d.wAt[i]]})
 			}
 		}
 		slices.SortFunc(tcands, byWindow)
@@ -767,7 +769,7 @@ func (d *decider) submit() {
 			if len(picked) == min(want, budget) {
 				break
 			}
-			if !taken[c.i] && d.pilotLimit(c.window) >= minTL {
+			if !taken[c.i] && d.limitFits(c.w, minTL) {
 				picked = append(picked, c)
 			}
 		}

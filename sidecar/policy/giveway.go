@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,17 +41,17 @@ import (
 
 // need records that pilot pi must be gone by by, for claimant who.
 type need struct {
-	by  time.Time
+	by  mtime
 	who string
 }
 
 func (d *decider) giveWay() {
 	needs := map[int]need{}
-	add := func(pi int, by time.Time, who string) {
-		if by.Before(d.now) {
-			by = d.now
+	add := func(pi int, by mtime, who string) {
+		if d.cmpM(by, d.nowPlus(0)) < 0 {
+			by = d.nowPlus(0)
 		}
-		if n, ok := needs[pi]; !ok || by.Before(n.by) {
+		if n, ok := needs[pi]; !ok || d.cmpM(by, n.by) < 0 {
 			needs[pi] = need{by, who}
 		}
 	}
@@ -72,7 +71,7 @@ func (d *decider) giveWay() {
 		pis = append(pis, pi)
 	}
 	slices.SortFunc(pis, func(a, b int) int {
-		if c := needs[a].by.Compare(needs[b].by); c != 0 {
+		if c := d.cmpM(needs[a].by, needs[b].by); c != 0 {
 			return c
 		}
 		return d.giveOrder(a, b)
@@ -80,9 +79,9 @@ func (d *decider) giveWay() {
 	for _, pi := range pis {
 		p := &d.st.Pilots[pi]
 		n := needs[pi]
-		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by}
+		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by.t}
 		// Far off, or the pilot's task ends by the need anyway: retire.
-		if n.by.After(d.now.Add(d.cfg.RetireHorizon)) || p.Busy && !d.lossless(pi, d.now.Add(d.cfg.Grace)) && d.lossless(pi, n.by) {
+		if d.cmpM(n.by, d.nowPlus(d.cfg.RetireHorizon)) > 0 || p.Busy && !d.lossless(pi, d.nowPlus(d.cfg.Grace)) && d.lossless(pi, n.by) {
 			if p.Retiring {
 				continue // already told; cancelled when the need comes close
 			}
@@ -91,7 +90,7 @@ func (d *decider) giveWay() {
 		} else {
 			d.gone[pi] = true
 		}
-		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(n.by.Sub(d.now)))
+		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(n.by.t.Sub(d.now)))
 		d.emit(a)
 	}
 }
@@ -156,31 +155,31 @@ func (d *decider) gives(pi, owner int) bool {
 
 // avail is when node i is free if the pilots that give to owner left now;
 // ok is false if never (unusable, unlimited, or unknown end).
-func (d *decider) avail(i, owner int) (time.Time, bool) {
+func (d *decider) avail(i, owner int) (mtime, bool) {
 	n := &d.s.Nodes[i]
 	if !n.State.Usable() {
-		return time.Time{}, false
+		return mtime{}, false
 	}
-	t := d.now
+	t := d.nowPlus(0)
 	pi := d.pilotOn[i] // a pilot leaving this round counts as gone
 	switch {
 	case d.held[i]:
 		if d.heldNever[i] {
-			return time.Time{}, false
+			return mtime{}, false
 		}
-		if d.heldEnd[i].After(t) {
-			t = d.heldEnd[i]
+		if d.cmpM(fixed(d.heldEnd[i]), t) > 0 {
+			t = fixed(d.heldEnd[i])
 		}
 	case pi < 0 && n.State != cluster.NodeIdle && n.State != cluster.NodePlanned:
-		return time.Time{}, false // busy with nothing we can see
+		return mtime{}, false // busy with nothing we can see
 	}
 	if pi >= 0 && !d.gone[pi] && !d.gives(pi, owner) {
 		e := d.st.Pilots[pi].End
 		if e.IsZero() {
-			return time.Time{}, false
+			return mtime{}, false
 		}
-		if e.After(t) {
-			t = e
+		if d.cmpM(fixed(e), t) > 0 {
+			t = fixed(e)
 		}
 	}
 	return t, true
@@ -230,7 +229,7 @@ func (ps *pools) take(i int) {
 }
 
 // rulePass runs rules A and B over the pending jobs by priority.
-func (d *decider) rulePass(add func(int, time.Time, string), givers bool) {
+func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	ps := &pools{d: d, byKey: map[string]*pool{}}
 	d.wClaim = make([]rankClaim, len(d.s.Nodes))
 	d.eClaim = make([]rankClaim, len(d.s.Nodes))
@@ -253,21 +252,20 @@ func (d *decider) rulePass(add func(int, time.Time, string), givers bool) {
 	}
 	for _, i := range ps.all {
 		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
-			d.wClaim[i] = rankClaim{w.Until.UnixNano(), d.rankOf(w.ClaimedBy)}
+			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.rankOf(w.ClaimedBy)}
 		}
 	}
 	// Idle nodes first, shortest window first (claimants take what pilots
-	// would get least of), then pilots' nodes in cancel order.
+	// would get least of), then pilots' nodes in cancel order. The order
+	// among the pilots matters only if a claimant takes a pilot's node
+	// (startNow): until then what it read is kept aside in d.pilotOrder.
+	d.pilotOrder = &tracker{now: d.now}
 	slices.SortFunc(ps.all, func(a, b int) int {
 		pa, pb := d.giver(a), d.giver(b)
 		switch {
 		case pa < 0 && pb < 0:
-			wa, wb := d.win.Nodes[d.wAt[a]].FreeFor, d.win.Nodes[d.wAt[b]].FreeFor
-			if wa != wb {
-				if wa < wb {
-					return -1
-				}
-				return 1
+			if c := d.cmpWin(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]]); c != 0 {
+				return c
 			}
 			return naturalCompare(d.s.Nodes[a].Name, d.s.Nodes[b].Name)
 		case pa < 0:
@@ -275,7 +273,11 @@ func (d *decider) rulePass(add func(int, time.Time, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		return d.giveOrder(pa, pb)
+		h := d.h
+		d.h = d.pilotOrder
+		c := d.giveOrder(pa, pb)
+		d.h = h
+		return c
 	})
 	var chosen []int
 	for r, k := range d.pend {
@@ -292,18 +294,15 @@ func (d *decider) rulePass(add func(int, time.Time, string), givers bool) {
 
 // startNow is rule A for pending job j of rank r: if the free nodes it
 // may use are enough, it takes them (chosen is scratch space).
-func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add func(int, time.Time, string)) []int {
+func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add func(int, mtime, string)) []int {
 	p := ps.of(j)
 	need := max(j.NumNodes, 1)
 	if p.left < need {
 		return chosen
 	}
 	owner := d.owner(j)
-	end := int64(math.MaxInt64)
-	if e := addDur(d.now, d.timeLimit(j)); !e.IsZero() {
-		end = e.UnixNano()
-	}
-	soon := !j.Start.IsZero() && !j.Start.After(d.now.Add(d.cfg.Grace))
+	end := d.nowPlus(0).add(d.timeLimit(j)) // zero: never
+	soon := !j.Start.IsZero() && d.cmpM(fixed(j.Start), d.nowPlus(d.cfg.Grace)) <= 0
 	for range arrayCount(j.ArrayTasks, p.left) {
 		if p.left < need {
 			break
@@ -329,8 +328,10 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 		for _, i := range chosen {
 			ps.take(i)
 			if pi := d.giver(i); pi >= 0 {
-				if e := d.st.Pilots[pi].End; e.IsZero() || e.After(d.now.Add(d.cfg.Grace)) {
-					add(pi, d.now, j.ID)
+				// Which pilot's node was taken hangs on their order.
+				d.h.merge(d.pilotOrder)
+				if e := d.st.Pilots[pi].End; e.IsZero() || d.cmpM(fixed(e), d.nowPlus(d.cfg.Grace)) > 0 {
+					add(pi, d.nowPlus(0), j.ID)
 				}
 			}
 		}
@@ -352,25 +353,29 @@ func (d *decider) inAny(i int, parts []string) bool {
 // reservation there (the window's, and one moved earlier by rule B), it
 // is j's own, or of a job j outranks or that starts now elsewhere, or j
 // ends before it.
-func (d *decider) fitsClaim(i, r int, end int64) bool {
+func (d *decider) fitsClaim(i, r int, end mtime) bool {
 	return d.fits(d.wClaim[i], r, end) && d.fits(d.eClaim[i], r, end)
 }
 
-func (d *decider) fits(c rankClaim, r int, end int64) bool {
+func (d *decider) fits(c rankClaim, r int, end mtime) bool {
 	switch {
 	case c.until == 0, c.rank >= r: // none, its own, or a lower job's
 		return true
 	case c.rank >= 0 && d.startedRank[c.rank]:
 		return true
+	case end.t.IsZero(): // never ends
+		return false
 	}
-	return end <= c.until
+	return d.cmpM(end, mtime{t: time.Unix(0, c.until), mv: c.mv}) <= 0
 }
 
 // rankClaim is a reservation: its start in Unix nanoseconds (0: none) and
-// the claimant's rank in pend (-1: unknown, which outranks everyone).
+// the claimant's rank in pend (-1: unknown, which outranks everyone); mv:
+// the start moves with the clock (rule B's earlier start).
 type rankClaim struct {
 	until int64
 	rank  int
+	mv    bool
 }
 
 func (d *decider) rankOf(id string) int {
@@ -382,8 +387,8 @@ func (d *decider) rankOf(id string) int {
 
 // planned is rule B for pending job j of rank r: Slurm planned it later
 // than it could start on the same nodes without the pilots there.
-func (d *decider) planned(j *cluster.Job, r int, add func(int, time.Time, string)) {
-	if len(j.SchedNodes) == 0 || j.Start.IsZero() || !j.Start.After(d.now.Add(d.cfg.Grace)) {
+func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
+	if len(j.SchedNodes) == 0 || j.Start.IsZero() || d.cmpM(fixed(j.Start), d.nowPlus(d.cfg.Grace)) <= 0 {
 		return
 	}
 	owner := d.owner(j)
@@ -397,7 +402,7 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, time.Time, string
 	if !behind {
 		return
 	}
-	t := d.now
+	t := d.nowPlus(0)
 	for _, name := range j.SchedNodes {
 		i, found := d.nodeIdx[name]
 		if !found {
@@ -416,40 +421,40 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, time.Time, string
 				if !known {
 					return
 				}
-				qe := addDur(maxTime(w.Until, d.now), d.timeLimit(&d.s.Jobs[d.pend[cr]]))
-				if qe.IsZero() {
+				qe := d.maxM(fixed(w.Until), d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
+				if qe.t.IsZero() {
 					return
 				}
-				a = maxTime(a, qe)
+				a = d.maxM(a, qe)
 			}
 		}
-		t = maxTime(t, a)
+		t = d.maxM(t, a)
 	}
-	if !t.Add(d.cfg.Grace).Before(j.Start) {
+	if d.cmpM(t.add(d.cfg.Grace), fixed(j.Start)) >= 0 {
 		return
 	}
 	for _, name := range j.SchedNodes {
 		i := d.nodeIdx[name]
-		if c := &d.eClaim[i]; c.until == 0 || t.UnixNano() < c.until {
-			*c = rankClaim{t.UnixNano(), r}
+		if c := &d.eClaim[i]; c.until == 0 || d.cmpM(t, mtime{t: time.Unix(0, c.until), mv: c.mv}) < 0 {
+			*c = rankClaim{until: t.t.UnixNano(), rank: r, mv: t.mv}
 		}
 		if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
-			if e := d.st.Pilots[pi].End; e.IsZero() || e.After(t.Add(d.cfg.Grace)) {
+			if e := d.st.Pilots[pi].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
 				add(pi, t, j.ID)
 			}
 		}
 	}
 }
 
-func (d *decider) ruleTop(add func(int, time.Time, string)) {
+func (d *decider) ruleTop(add func(int, mtime, string)) {
 	type slot struct {
 		i       int
-		without time.Time // free if the giving pilots left now
-		with    time.Time // free with them (zero: never)
-		inWay   int       // a giving pilot that ends after the need, or -1
+		without mtime // free if the giving pilots left now
+		with    mtime // free with them (zero: never)
+		inWay   int   // a giving pilot that ends after the need, or -1
 	}
 	slots := make([]slot, 0, len(d.s.Nodes))
-	var withs []time.Time
+	var withs []mtime
 	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
 	for _, k := range d.pend {
 		j := &d.s.Jobs[k]
@@ -480,9 +485,9 @@ func (d *decider) ruleTop(add func(int, time.Time, string)) {
 			if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
 				sl.inWay = pi
 				if e := d.st.Pilots[pi].End; e.IsZero() {
-					sl.with = time.Time{}
+					sl.with = mtime{}
 				} else {
-					sl.with = maxTime(a, e)
+					sl.with = d.maxM(a, fixed(e))
 				}
 			}
 			slots = append(slots, sl)
@@ -495,29 +500,29 @@ func (d *decider) ruleTop(add func(int, time.Time, string)) {
 		if !overlap || len(slots) < need {
 			continue // not ours, or never fits: the next job is the shadow
 		}
-		slices.SortFunc(slots, func(a, b slot) int { return a.without.Compare(b.without) })
+		slices.SortFunc(slots, func(a, b slot) int { return d.cmpM(a.without, b.without) })
 		t := slots[need-1].without
 		// With the pilots: the need-th earliest, never-ending last.
 		withs = withs[:0]
 		for _, s := range slots {
-			if !s.with.IsZero() {
+			if !s.with.t.IsZero() {
 				withs = append(withs, s.with)
 			}
 		}
 		if len(withs) >= need {
-			slices.SortFunc(withs, func(a, b time.Time) int { return a.Compare(b) })
-			if !t.Add(d.cfg.Grace).Before(withs[need-1]) {
+			slices.SortFunc(withs, d.cmpM)
+			if d.cmpM(t.add(d.cfg.Grace), withs[need-1]) >= 0 {
 				return // the pilots do not delay it
 			}
 		}
 		free := 0
 		var inWay []int
 		for _, s := range slots {
-			if s.without.After(t) {
+			if d.cmpM(s.without, t) > 0 {
 				break
 			}
 			if s.inWay >= 0 {
-				if e := d.st.Pilots[s.inWay].End; e.IsZero() || e.After(t.Add(d.cfg.Grace)) {
+				if e := d.st.Pilots[s.inWay].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
 					inWay = append(inWay, s.inWay)
 					continue
 				}
@@ -532,7 +537,7 @@ func (d *decider) ruleTop(add func(int, time.Time, string)) {
 	}
 }
 
-func (d *decider) ruleClaims(add func(int, time.Time, string)) {
+func (d *decider) ruleClaims(add func(int, mtime, string)) {
 	for i, pi := range d.pilotOn {
 		if pi < 0 || d.wAt[i] < 0 || !d.givable(pi) {
 			continue
@@ -549,7 +554,7 @@ func (d *decider) ruleClaims(add func(int, time.Time, string)) {
 			continue
 		}
 		if e := d.st.Pilots[pi].End; e.IsZero() || e.After(w.Until.Add(d.cfg.Grace)) {
-			add(pi, w.Until, w.ClaimedBy)
+			add(pi, fixed(w.Until), w.ClaimedBy)
 		}
 	}
 }

@@ -78,6 +78,14 @@ type Windows struct {
 // Advanced reservations are not in the snapshot: a node already in one is
 // unusable, a future one is not seen.
 func BackfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions) (Windows, error) {
+	return backfillWindows(s, now, opt, nil)
+}
+
+// backfillWindows is BackfillWindows noting in h when the windows' shape
+// may change with the clock (claims start, holders end, the EASY shadow
+// moves); a nil h notes nothing. FreeAt is not tracked: Decide does not
+// read it.
+func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker) (Windows, error) {
 	if s == nil {
 		return Windows{}, errors.New("policy: nil snapshot")
 	}
@@ -90,7 +98,7 @@ func BackfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions) (Win
 		horizon = cluster.Unlimited
 	}
 
-	c := calc{s: s, now: now, idx: make(map[string]int, len(s.Nodes))}
+	c := calc{s: s, now: now, idx: make(map[string]int, len(s.Nodes)), h: h}
 	for i := range s.Nodes {
 		if _, dup := c.idx[s.Nodes[i].Name]; !dup {
 			c.idx[s.Nodes[i].Name] = i
@@ -155,6 +163,7 @@ type calc struct {
 	ours  []bool
 	stamp []int // scratch for de-duplicating node sets
 	gen   int
+	h     *tracker
 }
 
 // scanJobs records holders and Slurm's reservations on every node, and
@@ -319,11 +328,21 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 			continue
 		}
 		start := l.nodes[need-1].t
+		moving := !start.After(c.now) // now itself: it moves with the clock
+		if !j.Start.IsZero() && moving {
+			c.h.flip(j.Start)
+		}
 		if !j.Start.IsZero() && j.Start.Before(start) { // Slurm's own estimate is earlier
 			start = j.Start
+			moving = false
+			c.h.flip(j.Start)
 			if start.Before(c.now) {
 				start = c.now
+				moving = true
 			}
+		}
+		if moving {
+			c.h.never() // a claim at now: not followed further
 		}
 		for _, sn := range l.nodes[:need] {
 			c.claim(&c.nodes[sn.i], start, j.ID, true)
@@ -359,6 +378,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		sn := shadowNode{i: i, t: c.now, ours: c.ours[i], freeNow: c.freeNow(i)}
 		if n.holders && !n.unknownEnd && n.endMax.After(c.now) {
 			sn.t = n.endMax
+			c.h.flip(n.endMax) // then it counts as free now
 		}
 		l.nodes = append(l.nodes, sn)
 	}
@@ -407,6 +427,10 @@ func (c *calc) window(i int, partitionUp bool, horizon time.Duration) NodeWindow
 		if !n.claim.After(c.now) {
 			w.FreeFor = 0
 		} else {
+			c.h.flip(n.claim)
+			if horizon != cluster.Unlimited && n.claim.Sub(c.now) >= horizon {
+				c.h.flip(n.claim.Add(-horizon)) // capped until then
+			}
 			w.FreeFor = min(n.claim.Sub(c.now), horizon)
 		}
 	}

@@ -46,6 +46,7 @@ func (d *decider) thesis() {
 	if len(jobs) == 0 {
 		return
 	}
+	d.h.never() // Algorithm 1 reads the clock throughout
 	var r []int
 	for pi := range d.st.Pilots {
 		p := &d.st.Pilots[pi]

@@ -83,10 +83,15 @@ type ElasticConfig struct {
 	BacklogUntil time.Duration
 	// EveryRound runs the policy at every scheduling cycle. By default a
 	// round is skipped when nothing a snapshot or the policy's state
-	// shows has changed since a round that did nothing, and no pilot is
-	// pending or retiring: the policy would do nothing again (checked by
+	// shows has changed since a round that did nothing, and the policy
+	// said that its decision holds until after this round
+	// (policy.DecideHold): it would do nothing again (checked by
 	// TestSkippedRoundsChangeNothing).
 	EveryRound bool
+
+	// verifySkips (tests) runs the policy in skipped rounds too and
+	// counts in ElasticResult.skipErrs those in which it would have acted.
+	verifySkips bool
 }
 
 // TaskRun is one attempt at one task.
@@ -172,6 +177,8 @@ type ElasticResult struct {
 	Backlog *BacklogRun
 	// Skipped counts rounds skipped over unchanged states.
 	Skipped int
+
+	skipErrs int // ElasticConfig.verifySkips: skipped rounds that would have acted
 }
 
 // simEpoch is the wall-clock time of the simulation's start in snapshots.
@@ -245,7 +252,7 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	for _, j := range w.Jobs {
 		res.LastSubmit = max(res.LastSubmit, j.Submit)
 	}
-	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}}
+	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}, pilotJobs: map[*job]*pilot{}}
 	nextID := 0
 	for _, j := range w.Jobs {
 		nextID = max(nextID, j.ID)
@@ -351,7 +358,8 @@ type ejob struct {
 	done    bool
 	finish  time.Duration
 
-	base          *job // the engine's rigid job (Fair, SlurmOnly)
+	base          *job     // the engine's rigid job (Fair, SlurmOnly)
+	baseIDs       []string // the policy's BaseJobIDs, once base is set
 	baseWorkers   []*worker
 	baseStarted   bool
 	baseEnded     bool
@@ -403,6 +411,7 @@ const (
 
 type pilot struct {
 	id        int
+	sid       string // id as the policy knows it
 	ej        *ejob
 	node      int // -1: unpinned
 	state     pilotState
@@ -431,10 +440,18 @@ type driver struct {
 	misses    int
 	started   bool
 
-	// Round skipping: the last round's signature and action count.
+	// Round skipping: the last round's signature (and its busy pilots'
+	// task ends), action count, and how long its decision holds.
 	sig, sigPrev []int64
+	te, tePrev   []int64
 	lastActs     int
 	sigOK        bool
+	hold         policy.Hold
+
+	snapCache snapCache
+	pilotJobs map[*job]*pilot // the engine jobs of running pilots
+	stJobs    []policy.ElasticJob
+	stPilots  []policy.Pilot
 }
 
 // markerBase is the first job ID of the scavenger and thesis modes'
@@ -668,6 +685,7 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 }
 
 func (d *driver) pilotGone(p *pilot, t time.Duration) {
+	delete(d.pilotJobs, p.eng)
 	d.stopWorker(&p.w, t)
 	p.state = pGone
 	p.run.End = t
@@ -700,10 +718,37 @@ func (d *driver) round(now time.Duration, s *State) {
 
 	if d.skip(now, s) && !d.cfg.EveryRound {
 		d.res.Skipped++
+		if d.cfg.verifySkips {
+			if st := d.state(now); len(st.Jobs)+len(st.Pilots) > 0 {
+				if acts := policy.Decide(d.snapshot(s), st, d.pcfg, simEpoch.Add(now)); len(acts) > 0 {
+					d.res.skipErrs++
+				}
+			}
+		}
 		return
 	}
-	st := policy.State{BFInterval: d.cycle, PendingMisses: d.misses, Started: d.started}
+	st := d.state(now)
 	d.started = false
+	d.lastActs = 0
+	d.hold = policy.Hold{}
+	if len(st.Jobs) == 0 && len(st.Pilots) == 0 {
+		return
+	}
+	snap := d.snapshot(s)
+	acts, hold := policy.DecideHold(snap, st, d.pcfg, simEpoch.Add(now))
+	d.lastActs, d.hold = len(acts), hold
+	d.misses = st.NextMisses(acts)
+	for _, a := range acts {
+		d.apply(a, now, s)
+	}
+}
+
+// state is what glean knows beyond the snapshot, as the daemon tells the
+// policy. Its slices are reused by the next one.
+func (d *driver) state(now time.Duration) policy.State {
+	st := policy.State{BFInterval: d.cycle, PendingMisses: d.misses, Started: d.started,
+		Jobs: d.stJobs[:0], Pilots: d.stPilots[:0]}
+	defer func() { d.stJobs, d.stPilots = st.Jobs, st.Pilots }()
 	for _, ej := range d.driven {
 		if ej.submit > now || ej.done {
 			continue
@@ -717,14 +762,17 @@ func (d *driver) round(now time.Duration, s *State) {
 			e.TaskTime = ej.lens[0]
 		}
 		if ej.base != nil && d.cfg.Mode == FairMode {
-			e.BaseJobIDs = []string{strconv.Itoa(ej.id)}
+			if ej.baseIDs == nil {
+				ej.baseIDs = []string{strconv.Itoa(ej.id)}
+			}
+			e.BaseJobIDs = ej.baseIDs
 		}
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: strconv.Itoa(p.id), Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
+		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
 		if p.node >= 0 {
-			pp.Node = NodeName(p.node)
+			pp.Node = d.nodeName(p.node)
 		}
 		if p.state == pRunning {
 			pp.State = policy.PilotRunning
@@ -739,29 +787,16 @@ func (d *driver) round(now time.Duration, s *State) {
 		}
 		st.Pilots = append(st.Pilots, pp)
 	}
-	d.lastActs = 0
-	if len(st.Jobs) == 0 && len(st.Pilots) == 0 {
-		return
-	}
-	snap := d.snapshot(s)
-	acts := policy.Decide(snap, st, d.pcfg, simEpoch.Add(now))
-	d.lastActs = len(acts)
-	d.misses = st.NextMisses(acts)
-	for _, a := range acts {
-		d.apply(a, now, s)
-	}
+	return st
 }
 
 // snapshot is the engine's snapshot with the pilots shown as what they
 // are: running jobs in the pilot partition, and the pending ones.
+// It is built on d.snapCache: valid until the next one.
 func (d *driver) snapshot(s *State) *cluster.Snapshot {
-	snap := s.Snapshot(simEpoch)
-	ids := map[string]*pilot{}
-	for _, p := range d.pilots {
-		ids[strconv.Itoa(p.id)] = p
-	}
-	for i := range snap.Jobs {
-		if p := ids[snap.Jobs[i].ID]; p != nil {
+	snap := s.snapshot(simEpoch, &d.snapCache)
+	for i, j := range s.running { // the snapshot's first lines, in this order
+		if d.pilotJobs[j] != nil {
 			snap.Jobs[i].Partition = PilotPartition
 			snap.Jobs[i].Name = "glean-pilot"
 			snap.Jobs[i].Priority = 1
@@ -771,18 +806,26 @@ func (d *driver) snapshot(s *State) *cluster.Snapshot {
 		if p.state != pPending {
 			continue
 		}
-		id := strconv.Itoa(p.id)
-		cj := cluster.Job{ID: id, ArrayJobID: id, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
+		cj := cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
 			Submit: simEpoch.Add(p.submitted), State: cluster.JobPending, RawState: "PENDING", Reason: "Priority",
 			Priority: 1, Name: "glean-pilot"}
 		snap.Jobs = append(snap.Jobs, cj)
 	}
+	d.snapCache.jobs = snap.Jobs
 	return snap
+}
+
+// nodeName is NodeName(i), from the snapshots' names once there are some.
+func (d *driver) nodeName(i int) string {
+	if i < len(d.snapCache.names) {
+		return d.snapCache.names[i]
+	}
+	return NodeName(i)
 }
 
 func (d *driver) findPilot(id string) *pilot {
 	for _, p := range d.pilots {
-		if strconv.Itoa(p.id) == id {
+		if p.sid == id {
 			return p
 		}
 	}
@@ -799,37 +842,39 @@ func (d *driver) findJob(id string) *ejob {
 }
 
 // skip reports whether this round may be skipped: the last round decided
-// nothing, and neither the engine (starts, ends, arrivals, backfill
-// plans) nor the driver (tasks pending and held, pilots and their state)
-// changed since; no regular job is pending (its reservation, planned
-// start and fit against others' reservations move with the clock, and a
-// job that stops fitting can leave nodes to one that then takes a
-// pilot's), no pilot is pending (its timeout is the clock's) or retiring
-// (cancelled when its claimant comes close), and no thesis-mode job is
-// active (Algorithm 1 reads the clock). Then every window is unlimited
-// and nobody claims a node: the policy decides the same at any time.
+// nothing, neither the engine (starts, ends, arrivals, backfill plans)
+// nor the driver (tasks pending and held, pilots and their state, and
+// busy pilots' task ends if the decision read them) changed since, and the
+// policy said that its decision then holds until after now (the first
+// instant at which a window, claim, fit, timeout or give-way order it
+// compared with the clock could turn): the policy would decide nothing
+// again.
 func (d *driver) skip(now time.Duration, s *State) bool {
 	sig := append(d.sigPrev[:0], int64(s.version), int64(d.misses))
-	quiet := d.sigOK && d.lastActs == 0 && !d.started && len(s.queue) == 0
+	te := d.tePrev[:0]
 	for _, ej := range d.driven {
 		if ej.submit > now || ej.done {
 			continue
 		}
-		quiet = quiet && ej.mode != policy.Thesis
 		sig = append(sig, int64(ej.id), int64(ej.pendingTasks(now)), int64(ej.running))
 	}
 	for _, p := range d.pilots {
-		quiet = quiet && p.state == pRunning && !p.retiring
 		busy := int64(0)
 		if p.state == pRunning && p.w.task >= 0 {
 			busy = 1
+			te = append(te, int64(p.w.tEnd))
+		}
+		if p.retiring {
+			busy |= 2
 		}
 		sig = append(sig, int64(p.id), int64(p.state), busy)
 	}
-	same := slices.Equal(sig, d.sig)
+	quiet := d.sigOK && d.lastActs == 0 && !d.started && slices.Equal(sig, d.sig) &&
+		d.hold.Holds(simEpoch.Add(now)) && (!d.hold.TaskEnds || slices.Equal(te, d.te))
 	d.sigPrev, d.sig = d.sig, sig
+	d.tePrev, d.te = d.te, te
 	d.sigOK = true
-	return quiet && same
+	return quiet
 }
 
 // apply carries out one action, as the daemon would through Slurm.
@@ -846,7 +891,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 				node = n - 1
 			}
 		}
-		p := &pilot{id: d.nextPilot, ej: ej, node: node, submitted: now, limit: a.TimeLimit}
+		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit}
 		d.nextPilot++
 		p.run = &PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
 		d.pilots = append(d.pilots, p)
@@ -900,6 +945,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
 	s.startOn(j, []span{{first: int32(node), n: 1}})
 	p.eng, p.node, p.state = j, node, pRunning
+	d.pilotJobs[j] = p
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++

@@ -25,6 +25,7 @@ type job struct {
 	start, end time.Duration
 	estEnd     time.Duration // start + est, saturated
 	alloc      []span        // the nodes it holds, from start on
+	line       *jobLine      // its cached snapshot line (the elastic driver's)
 }
 
 // addSat adds a duration to a time, saturating at the largest Duration so

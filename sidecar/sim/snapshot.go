@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,9 +36,36 @@ func NodeName(i int) string { return "c" + strconv.Itoa(i+1) }
 // priority order with their reason and, for those the last backfill pass
 // planned (SlurmLike only), their expected start and SchedNodes. The
 // result shares nothing with s.
-func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot {
+func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot { return s.snapshot(epoch, nil) }
+
+// snapCache is what one snapshot shares with the next (the elastic driver
+// takes one every round): node names, partitions, each job's line and host
+// list, and the buffers. A snapshot taken with it is valid until the next
+// one, and its strings and slices must not be modified.
+type snapCache struct {
+	names []string
+	parts []cluster.Partition
+	nodes []cluster.Node
+	jobs  []cluster.Job
+	snap  cluster.Snapshot
+}
+
+// jobLine is a job's cached snapshot line: what running and pending share,
+// its nodes once it runs, and its last planned nodes.
+type jobLine struct {
+	base      cluster.Job
+	nodes     []string
+	planSpans []span
+	planHosts []string
+}
+
+func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
-	snap := &cluster.Snapshot{Time: at(s.now), Complete: true}
+	snap := &cluster.Snapshot{}
+	if c != nil {
+		snap = &c.snap
+	}
+	*snap = cluster.Snapshot{Time: at(s.now), Complete: true}
 
 	snap.Config = cluster.SchedConfig{SchedulerType: "sim/" + s.policy.String(), SelectType: "select/linear", Version: "sim"}
 	if s.bf != nil {
@@ -49,26 +77,44 @@ func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot {
 		snap.Config.KillWait = p.KillWait
 	}
 
-	names := make([]string, s.size)
-	for i := range names {
-		names[i] = NodeName(i)
-	}
-	maxTime := s.part.maxTime
-	if maxTime == 0 {
-		maxTime = cluster.Unlimited
-	}
-	for _, p := range []struct {
-		name string
-		tier int
-	}{{BatchPartition, batchTier}, {PilotPartition, pilotTier}} {
-		snap.Partitions = append(snap.Partitions, cluster.Partition{
-			Name: p.name, Nodes: names, MaxTime: maxTime, DefaultTime: s.part.defaultTime,
-			PriorityTier: p.tier, Default: p.name == BatchPartition, Up: true, OverSubscribe: "NO",
-		})
+	var names []string
+	if c != nil && len(c.names) == s.size {
+		names, snap.Partitions = c.names, c.parts
+	} else {
+		names = make([]string, s.size)
+		for i := range names {
+			names[i] = NodeName(i)
+		}
+		maxTime := s.part.maxTime
+		if maxTime == 0 {
+			maxTime = cluster.Unlimited
+		}
+		for _, p := range []struct {
+			name string
+			tier int
+		}{{BatchPartition, batchTier}, {PilotPartition, pilotTier}} {
+			snap.Partitions = append(snap.Partitions, cluster.Partition{
+				Name: p.name, Nodes: names, MaxTime: maxTime, DefaultTime: s.part.defaultTime,
+				PriorityTier: p.tier, Default: p.name == BatchPartition, Up: true, OverSubscribe: "NO",
+			})
+		}
+		if c != nil {
+			c.names, c.parts = names, snap.Partitions
+		}
 	}
 
-	parts := []string{BatchPartition, PilotPartition}
-	snap.Nodes = make([]cluster.Node, s.size)
+	parts := nodePartitions
+	if c == nil {
+		parts = []string{BatchPartition, PilotPartition}
+	}
+	if c != nil && cap(c.nodes) >= s.size {
+		snap.Nodes = c.nodes[:s.size]
+	} else {
+		snap.Nodes = make([]cluster.Node, s.size)
+		if c != nil {
+			c.nodes = snap.Nodes
+		}
+	}
 	for i := range snap.Nodes {
 		st := cluster.NodeAlloc
 		switch {
@@ -84,14 +130,24 @@ func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot {
 		snap.Nodes[i] = cluster.Node{Name: names[i], State: st, RawState: raw, Partitions: parts, CPUs: 1}
 	}
 
+	if c != nil {
+		snap.Jobs = c.jobs[:0]
+	}
 	for _, j := range s.running {
-		cj := s.snapJob(j, at)
-		cj.State, cj.RawState, cj.Reason = cluster.JobRunning, "RUNNING", "None"
-		cj.Nodes = hostNames(j.alloc)
-		cj.Start = at(j.start)
-		if j.est != workload.Unlimited {
-			cj.End = at(j.estEnd)
+		if c != nil {
+			l := s.line(j, at)
+			if l.nodes == nil {
+				l.nodes = hostNamesOf(j.alloc, names)
+			}
+			snap.Jobs = append(snap.Jobs, l.base)
+			cj := &snap.Jobs[len(snap.Jobs)-1]
+			s.running1(cj, j, at)
+			cj.Nodes = l.nodes
+			continue
 		}
+		cj := s.snapJob(j, at)
+		s.running1(&cj, j, at)
+		cj.Nodes = hostNames(j.alloc)
 		snap.Jobs = append(snap.Jobs, cj)
 	}
 	reason := "Resources" // the first pending job waits for nodes, the rest behind it
@@ -99,7 +155,14 @@ func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot {
 		if j.began {
 			continue
 		}
-		cj := s.snapJob(j, at)
+		var cj cluster.Job
+		var l *jobLine
+		if c != nil {
+			l = s.line(j, at)
+			cj = l.base
+		} else {
+			cj = s.snapJob(j, at)
+		}
 		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", reason
 		reason = "Priority"
 		if s.bf != nil {
@@ -108,12 +171,59 @@ func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot {
 				if j.est != workload.Unlimited {
 					cj.End = at(addSat(t, j.est))
 				}
-				cj.SchedNodes = hostNames(s.bf.planNodes[j])
+				plan := s.bf.planNodes[j]
+				switch {
+				case l == nil:
+					cj.SchedNodes = hostNames(plan)
+				case l.planHosts != nil && slices.Equal(l.planSpans, plan):
+					cj.SchedNodes = l.planHosts
+				default:
+					l.planSpans = append(l.planSpans[:0], plan...)
+					l.planHosts = hostNamesOf(plan, names)
+					cj.SchedNodes = l.planHosts
+				}
 			}
 		}
 		snap.Jobs = append(snap.Jobs, cj)
 	}
+	if c != nil {
+		c.jobs = snap.Jobs
+	}
 	return snap
+}
+
+// nodePartitions is every simulated node's partition list in cached
+// snapshots (shared; never modified).
+var nodePartitions = []string{BatchPartition, PilotPartition}
+
+// running1 fills in a running job's line.
+func (s *State) running1(cj *cluster.Job, j *job, at func(time.Duration) time.Time) {
+	cj.State, cj.RawState, cj.Reason = cluster.JobRunning, "RUNNING", "None"
+	cj.Start = at(j.start)
+	if j.est != workload.Unlimited {
+		cj.End = at(j.estEnd)
+	}
+}
+
+// line is j's cached snapshot line.
+func (s *State) line(j *job, at func(time.Duration) time.Time) *jobLine {
+	if j.line == nil {
+		j.line = &jobLine{base: s.snapJob(j, at)}
+	}
+	return j.line
+}
+
+// hostNamesOf expands an allocation into node names taken from names.
+func hostNamesOf(a []span, names []string) []string {
+	n := 0
+	for _, sp := range a {
+		n += int(sp.n)
+	}
+	out := make([]string, 0, n)
+	for _, sp := range a {
+		out = append(out, names[sp.first:sp.first+sp.n]...)
+	}
+	return out
 }
 
 // snapJob fills what running and pending jobs share.
