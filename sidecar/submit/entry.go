@@ -128,6 +128,9 @@ func BuildEntry(req *Request, in Input) (*Built, error) {
 		}
 	}
 	e.Name = req.jobName(scriptPath(in.ScriptName))
+	if len(e.Name) > 1024 || strings.ContainsFunc(e.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return nil, refuse("job name %q has control characters or is over 1024 bytes, which glean status could not show; name the job with -J", e.Name)
+	}
 
 	// One node per task.
 	if s, ok := req.Get("nodes"); ok && s.Value != "1" && s.Value != "1-1" {
@@ -196,6 +199,17 @@ func BuildEntry(req *Request, in Input) (*Built, error) {
 	}
 	if field, v := notUTF8(reflect.ValueOf(e).Elem(), ""); field != "" {
 		return nil, refuse("%s %q is not valid UTF-8, which the spool's JSON cannot carry unchanged (a file name or directory would silently become another); rename it or submit without --glean", field, v)
+	}
+	// Whatever the checks above missed, the daemon would reject after the
+	// user saw an id: check the entry as the daemon will (with stand-ins
+	// for what is only known after the anchor's submission).
+	probe := *e
+	probe.ID, probe.Nonce, probe.Anchor = spool.NewID(in.Now), spool.NewNonce(), "1"
+	if probe.Mode == ModeFair {
+		probe.Shadow = "2"
+	}
+	if err := probe.Validate(spool.Limits{MaxTasks: cfg.Limits.MaxTasksPerJob}); err != nil {
+		return nil, refuse("glean could not take this job in: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	b.Entry = e
 	return b, nil

@@ -84,6 +84,9 @@ func TestBuildEntryRefusals(t *testing.T) {
 		{"gid", []string{"--gid=root", "job.sh"}, elasticScript, 1, "--gid=root: elastic jobs run with the submitting user's group"},
 		// Found by FuzzBuildEntry: JSON would turn the bad bytes into
 		// U+FFFD, and the task's output would go to another file.
+		// Found by FuzzBuildEntry: the daemon would have rejected it after
+		// the user saw an id.
+		{"job name with a control character", []string{"-J", "a\x0eb", "job.sh"}, elasticScript, 1, "has control characters"},
 		{"output not UTF-8", []string{"-o", "out\xff.txt", "job.sh"}, elasticScript, 1, "is not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
