@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +49,13 @@ type Agent struct {
 
 	running map[int]*proc
 	done    chan exited
+	// Results are written off the loop (two fsyncs), so that the next task
+	// starts as soon as one ends; wrote wakes the loop after each write
+	// (the lease it removes counts against a %k throttle). An agent with
+	// results being written is not idle.
+	writes  sync.WaitGroup
+	writing atomic.Int32
+	wrote   chan struct{}
 	hist    *history
 	jOff    int64
 
@@ -101,8 +110,9 @@ func New(job *Job, work *spool.Work, opt Options) *Agent {
 	if opt.Capacity.CPUs < 1 {
 		opt.Capacity.CPUs = 1
 	}
+	work.SyncLater = true // dispatch starts the task, then makes its lease durable
 	return &Agent{opt: opt, job: job, work: work, order: job.Order(), demand: TaskDemand(job.Entry.Resources),
-		running: map[int]*proc{}, done: make(chan exited, maxDone), hist: newHistory()}
+		running: map[int]*proc{}, done: make(chan exited, maxDone), wrote: make(chan struct{}, 1), hist: newHistory()}
 }
 
 // Run takes and runs tasks until the job is finished, nothing is left to
@@ -154,7 +164,7 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 				log.Error("taking a task", "err", err)
 			}
 		}
-		if len(a.running) == 0 {
+		if len(a.running) == 0 && a.writing.Load() == 0 {
 			if a.retiring {
 				return a.end(EndRetired), nil
 			}
@@ -185,11 +195,14 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 		case <-tick.C:
 		case e := <-a.done:
 			a.finish(e)
+		case <-a.wrote:
 		}
 	}
 }
 
+// end waits for the results being written and returns why.
 func (a *Agent) end(why string) string {
+	a.writes.Wait()
 	a.opt.Log.Info("agent ending", "why", why, "took", a.taken)
 	return why
 }
@@ -236,6 +249,13 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 		}
 		a.notStarted = 0
 		a.running[task] = p
+		a.writes.Add(1)
+		go func() {
+			defer a.writes.Done()
+			if err := a.work.SyncLease(task); err != nil {
+				a.opt.Log.Warn("syncing the lease", "task", task, "err", err)
+			}
+		}()
 		a.opt.Log.Info("task started", "task", task, "attempt", attempt, "try", n, "pid", p.pid)
 	}
 	return endNone, nil
@@ -281,14 +301,28 @@ func (a *Agent) finish(e exited) {
 	if e.state == nil && e.err != nil {
 		r.Detail = e.err.Error()
 	}
-	if out == spool.OutcomeExited && exit == 0 {
-		if err := a.opt.Checkpoint.completed(a.job.Entry.Anchor, p.task); err != nil {
-			a.opt.Log.Warn("removing a completed task's checkpoint", "task", p.task, "err", err)
-		}
-	}
 	a.opt.Log.Info("task ended", "task", p.task, "attempt", p.attempt, "outcome", out, "exit", exit,
 		"signal", sig, "runtime", e.end.Sub(p.start).Round(time.Millisecond))
-	a.report(r)
+	// The result is written while the loop takes the next task: the lease
+	// stays until the result is in place, so the task is never taken again
+	// meanwhile, and end waits for every write.
+	completed := out == spool.OutcomeExited && exit == 0
+	a.writes.Add(1)
+	a.writing.Add(1)
+	go func() {
+		defer a.writes.Done()
+		if completed {
+			if err := a.opt.Checkpoint.completed(a.job.Entry.Anchor, p.task); err != nil {
+				a.opt.Log.Warn("removing a completed task's checkpoint", "task", p.task, "err", err)
+			}
+		}
+		a.report(r)
+		a.writing.Add(-1)
+		select {
+		case a.wrote <- struct{}{}:
+		default:
+		}
+	}()
 }
 
 // report writes a result; if that fails the lease is released so the task

@@ -1,0 +1,55 @@
+package spool
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A lease taken with SyncLater is in place (and readable) at once;
+// SyncLease makes it durable, and is no error once the task's result
+// removed it.
+func TestTakeSyncLater(t *testing.T) {
+	sp := &Spool{Dir: filepath.Join(t.TempDir(), "spool")}
+	rs, err := sp.Init(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	uid, id := os.Getuid(), NewID(time.Now())
+	rec := &Record{ID: id, UID: uid, State: StateQueued}
+	if err := rs.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Journal(rec, Event{Time: time.Now(), Event: "accepted"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.EnsureUserDirs(uid); err != nil {
+		t.Fatal(err)
+	}
+	w, err := sp.OpenWork(uid, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SyncLater = true
+	task, err := w.Take([]int{0, 1}, Lease{Attempt: "a1", Pilot: "7", Node: "n1"})
+	if err != nil || task != 0 {
+		t.Fatalf("Take: %d, %v", task, err)
+	}
+	data, err := os.ReadFile(w.LeasePath(0))
+	var l Lease
+	if err != nil || json.Unmarshal(data, &l) != nil || l.Task != 0 || l.Attempt != "a1" {
+		t.Fatalf("lease %q, %v", data, err)
+	}
+	if err := w.SyncLease(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(Result{Task: 0, Attempt: "a1", Outcome: OutcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SyncLease(0); err != nil {
+		t.Errorf("SyncLease of a lease gone: %v", err)
+	}
+}
