@@ -170,6 +170,15 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureLimits(t, func(lim *config.Limits) {
+		lim.MaxJobsPerUser = 3
+		lim.MaxTasksPerUser = 1000
+	})
+}
+
+// newFixtureLimits is newFixture with the site's limits set by limits.
+func newFixtureLimits(t testing.TB, limits func(*config.Limits)) *fixture {
+	t.Helper()
 	s := &spool.Spool{Dir: t.TempDir(), MaxEntryBytes: 1 << 20, MaxScriptBytes: 1 << 20}
 	rs, err := s.Init(-1)
 	if err != nil {
@@ -179,8 +188,7 @@ func newFixture(t *testing.T) *fixture {
 	u, _ := user.Current()
 	fx := &fixture{s: s, slurm: &fakeSlurm{jobs: map[string]QJob{}}, uid: os.Getuid(), user: u.Username, now: time.Now()}
 	lim := config.Default().Limits
-	lim.MaxJobsPerUser = 3
-	lim.MaxTasksPerUser = 1000
+	limits(&lim)
 	fx.in, err = NewIntake(Options{Spool: s, AnchorPartition: "glean", PilotPartition: "pilot", Limits: lim}, rs, fx.slurm, fx.slurm, fx.slurm,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -192,7 +200,7 @@ func newFixture(t *testing.T) *fixture {
 var nextJob = 100
 
 // submit writes an entry and its anchor (and shadow) as the wrapper does.
-func (fx *fixture) submit(t *testing.T, tasks int, mutate func(e *spool.Entry, anchor *QJob)) *spool.Entry {
+func (fx *fixture) submit(t testing.TB, tasks int, mutate func(e *spool.Entry, anchor *QJob)) *spool.Entry {
 	t.Helper()
 	nextJob += 2
 	e := &spool.Entry{
@@ -226,7 +234,7 @@ func (fx *fixture) submit(t *testing.T, tasks int, mutate func(e *spool.Entry, a
 	return e
 }
 
-func (fx *fixture) round(t *testing.T) Stats {
+func (fx *fixture) round(t testing.TB) Stats {
 	t.Helper()
 	st, err := fx.in.Round(context.Background(), fx.now)
 	if err != nil {
