@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,26 +32,10 @@ func (h *history) add(evs []spool.TaskEvent) {
 	}
 }
 
-// Estimate is how long a task is expected to run: its -t if given, else
-// the p95 of the job's completed runtimes times 1.25 plus 10 s; 0 when
-// nothing is known yet.
+// Estimate is how long a task is expected to run (spool.TaskEstimate:
+// learned from the job's completed runtimes, at most its -t).
 func Estimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
-	if timeLimitMin > 0 {
-		return time.Duration(timeLimitMin) * time.Minute
-	}
-	if len(runtimes) == 0 {
-		return 0
-	}
-	p := percentile(runtimes, 0.95)
-	return time.Duration(float64(p)*1.25) + 10*time.Second
-}
-
-// percentile is the nearest-rank q-quantile.
-func percentile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	k := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(0, min(k, len(s)-1))]
+	return spool.TaskEstimate(timeLimitMin, runtimes)
 }
 
 // Fits reports whether a task estimated to run est, started at now,

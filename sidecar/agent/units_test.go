@@ -60,8 +60,14 @@ func TestTaskPaths(t *testing.T) {
 
 func TestEstimateAndFits(t *testing.T) {
 	s := time.Second
-	if got := Estimate(3, []time.Duration{s}); got != 3*time.Minute {
-		t.Errorf("-t 3: %v", got)
+	if got := Estimate(3, nil); got != 3*time.Minute {
+		t.Errorf("-t 3, no history: %v", got)
+	}
+	if got := Estimate(3, []time.Duration{s}); got != s+s/4+10*s {
+		t.Errorf("-t 3, tasks of 1 s: %v (learned, not the generous -t)", got)
+	}
+	if got := Estimate(1, []time.Duration{2 * time.Minute}); got != time.Minute {
+		t.Errorf("-t 1, tasks of 2 min: %v (at most the -t)", got)
 	}
 	if got := Estimate(0, nil); got != 0 {
 		t.Errorf("no history: %v", got)

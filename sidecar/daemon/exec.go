@@ -121,20 +121,19 @@ func (b *book) add(ev spool.TaskEvent) {
 	}
 }
 
-// taskTime is the learned length of one task: the p95 of completed
-// attempts plus a quarter and 10 s, else the task's -t, else unknown.
+// taskTime is the expected length of one task (spool.TaskEstimate, as
+// the agent reckons it).
 func (b *book) taskTime(e *spool.Entry) time.Duration {
-	if len(b.runtimes) > 0 {
-		rt := slices.Clone(b.runtimes)
-		slices.Sort(rt)
-		p95 := rt[(len(rt)*95+99)/100-1]
-		return p95 + p95/4 + 10*time.Second
+	limit := 0
+	if e != nil {
+		limit = e.Resources.TimeLimit
 	}
-	if e != nil && e.Resources.TimeLimit > 0 {
-		return time.Duration(e.Resources.TimeLimit) * time.Minute
-	}
-	return 0
+	return spool.TaskEstimate(limit, b.runtimes)
 }
+
+// agentSlack is what a pilot needs beyond its tasks and the grace for
+// its agent to start (whole seconds of squeue's end time included).
+const agentSlack = 30 * time.Second
 
 // Round runs one execution round at now.
 func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) {
@@ -772,6 +771,8 @@ func PolicyConfig(cfg config.Config) (policy.Config, policy.Mode, error) {
 	pc.MaxPendingPilots = cfg.Policy.MaxPendingPilots
 	pc.MaxPilots = cfg.Policy.MaxPilots
 	pc.MinPilotTime = cfg.Policy.MinPilotTime.Duration
+	// The agent starts a task only if it ends a grace before the pilot.
+	pc.TaskSlack = pc.Grace + agentSlack
 	mode, err := policy.ParseMode(cfg.Policy.DefaultMode)
 	if err != nil {
 		return pc, mode, err

@@ -120,8 +120,13 @@ type Config struct {
 	RetireHorizon time.Duration
 	// MinPilotTime is the shortest pilot worth submitting (at least a
 	// minute: Slurm's unit, and --time=0 would mean no limit). A pilot is
-	// also never shorter than its job's TaskTime.
+	// also never shorter than its job's TaskTime plus TaskSlack.
 	MinPilotTime time.Duration
+	// TaskSlack is what a pilot needs beyond the run time of its tasks,
+	// once per pilot: the daemon's agent starts a task only if it ends
+	// Grace before the allocation does, and starts a moment after the
+	// pilot. 0 in the simulator, whose workers fit tasks exactly.
+	TaskSlack time.Duration
 	// SyncRelease, if set, makes pilots end on multiples of it (since the
 	// Unix epoch), so that harvested nodes come back together (seed 003's
 	// synchronized release). Whole minutes.
@@ -165,6 +170,7 @@ func (c Config) Validate() error {
 	}
 	nonNeg("Margin", c.Margin)
 	nonNeg("Grace", c.Grace)
+	nonNeg("TaskSlack", c.TaskSlack)
 	nonNeg("PendingTimeoutStep", c.PendingTimeoutStep)
 	nonNeg("RetireHorizon", c.RetireHorizon)
 	nonNeg("MiniTime", c.MiniTime)

@@ -733,7 +733,10 @@ func (d *decider) submit() {
 		if j.TasksPending <= 0 {
 			continue
 		}
-		minTL := max(d.cfg.MinPilotTime, j.TaskTime)
+		minTL := d.cfg.MinPilotTime
+		if j.TaskTime > 0 {
+			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
+		}
 		pending, idle := d.idleSlots(j.ID)
 		want := j.TasksPending - len(pending) - len(idle)
 		if j.Mode == Thesis {
@@ -777,7 +780,8 @@ func (d *decider) submit() {
 			continue
 		}
 		// Work cap: the pending tasks shared by every worker the job will
-		// have, in whole tasks, in whole minutes up; never under minTL.
+		// have, in whole tasks, plus the slack, in whole minutes up;
+		// never under minTL.
 		workCap := cluster.Unlimited
 		if j.TaskTime > 0 {
 			workers := len(picked) + len(pending) + len(idle) + d.runningBase(j)
@@ -787,7 +791,7 @@ func (d *decider) submit() {
 				}
 			}
 			rounds := (j.TasksPending + workers - 1) / workers
-			workCap = max(roundUpMinute(time.Duration(rounds)*j.TaskTime), minTL)
+			workCap = max(roundUpMinute(time.Duration(rounds)*j.TaskTime+d.cfg.TaskSlack), minTL)
 		}
 		for _, c := range picked {
 			tl := d.syncRelease(min(d.pilotLimit(c.window), workCap))

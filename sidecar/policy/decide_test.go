@@ -205,6 +205,20 @@ func TestDecideHarvest(t *testing.T) {
 			want: []Action{sub("e1", "n2", 14*time.Minute), sub("e1", "n3", 14*time.Minute), sub("e1", "n4", 14*time.Minute)},
 		},
 		{
+			name: "TaskSlack is added once per pilot: 5 tasks of 7m on 4 pilots, slack 90s",
+			snap: open(),
+			st:   State{Jobs: []ElasticJob{ejob("e1", Scavenger, 5, 0, 7*time.Minute)}},
+			cfg:  func(c *Config) { c.TaskSlack = 90 * time.Second },
+			want: []Action{sub("e1", "n1", 16*time.Minute), sub("e1", "n2", 16*time.Minute), sub("e1", "n3", 16*time.Minute), sub("e1", "n4", 16*time.Minute)},
+		},
+		{
+			name: "TaskSlack: a window that fits the task but not the slack gets no pilot",
+			snap: base(),
+			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 100, 0, 27*time.Minute)}},
+			cfg:  func(c *Config) { c.TaskSlack = 90 * time.Second },
+			want: nil,
+		},
+		{
 			name: "a short work cap is raised to MinPilotTime",
 			snap: open(),
 			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 1, 0, time.Minute)}},

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,6 +169,26 @@ func (e *Entry) TaskIndices() []int {
 		}
 	}
 	return out
+}
+
+// TaskEstimate is how long one of a job's tasks is expected to run, the
+// same for the daemon (sizing pilots) and the agent (starting a task only
+// if it fits): the p95 of the job's completed runtimes times 1.25 plus
+// 10 s, at most the task's -t (timeLimitMin; what plain Slurm would
+// allow); with no history the -t; 0 when nothing is known.
+func TaskEstimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
+	limit := time.Duration(timeLimitMin) * time.Minute
+	if len(runtimes) == 0 {
+		return limit
+	}
+	s := slices.Clone(runtimes)
+	slices.Sort(s)
+	p95 := s[(len(s)*95+99)/100-1]
+	est := time.Duration(float64(p95)*1.25) + 10*time.Second
+	if limit > 0 && est > limit {
+		return limit
+	}
+	return est
 }
 
 // ArrayContains reports whether task is one of the job's indices.
