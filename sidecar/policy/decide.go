@@ -65,6 +65,13 @@ type ElasticJob struct {
 	// no pending task and no pilot of it holds a task, its pending base
 	// jobs are cancelled (CancelBase).
 	BaseJobIDs []string
+	// Owner is who submitted the job (the daemon: its uid). The Thesis
+	// jobs of one owner are one pool, as the thesis's one executor pool
+	// served its calibration jobs first come, first served: one floor,
+	// and a pilot whose job has no task left for it moves to the pool's
+	// next job with work (MovePilot) instead of leaving. "": a pool of its
+	// own. A pilot never moves to another owner's job.
+	Owner string
 }
 
 // State is what glean knows beyond the snapshot.
@@ -113,9 +120,13 @@ const (
 	// CancelBase: cancel the pending part of Base, a base job of Job
 	// (for a pending array: only its pending elements, scancel -t PD).
 	CancelBase
+	// MovePilot: Pilot, of Job, serves To from now on (a Thesis job of the
+	// same owner): it takes no more of Job's tasks, and To's once its
+	// running task ends (at once if it has none, or when it starts).
+	MovePilot
 )
 
-var actionKindNames = [...]string{"submit", "cancel", "retire", "cancel-base"}
+var actionKindNames = [...]string{"submit", "cancel", "retire", "cancel-base", "move"}
 
 func (k ActionKind) String() string {
 	if k >= 0 && int(k) < len(actionKindNames) {
@@ -134,9 +145,10 @@ const (
 	CauseGiveWay               // cancel or retire: a pending job needs the node
 	CauseThesis                // cancel: thesis Algorithm 1 releases nodes
 	CauseWorkDone              // cancel base: the plain allocation has no work left
+	CausePool                  // move: the pilot's job has no task left for it, the pool's next one has
 )
 
-var causeNames = [...]string{"harvest", "timeout", "no-work", "give-way", "thesis", "work-done"}
+var causeNames = [...]string{"harvest", "timeout", "no-work", "give-way", "thesis", "work-done", "pool"}
 
 func (c Cause) String() string {
 	if c >= 0 && int(c) < len(causeNames) {
@@ -152,6 +164,7 @@ type Action struct {
 	Job       string        // the elastic job
 	Pilot     string        // CancelPilot, RetirePilot
 	Base      string        // CancelBase
+	To        string        // MovePilot: the job the pilot serves next
 	Node      string        // the node the pilot was sized for, or holds
 	TimeLimit time.Duration // SubmitPilot: whole minutes, or cluster.Unlimited
 	Claimant  string        // give way: the pending job that needs the node
@@ -168,6 +181,9 @@ func (a Action) String() string {
 	if a.Base != "" {
 		fmt.Fprintf(&b, " base=%s", a.Base)
 	}
+	if a.To != "" {
+		fmt.Fprintf(&b, " to=%s", a.To)
+	}
 	if a.Node != "" {
 		fmt.Fprintf(&b, " node=%s", a.Node)
 	}
@@ -183,8 +199,9 @@ func (a Action) String() string {
 // Decide is the policy: from one snapshot, glean's state, the config and
 // the time, what to submit, cancel and retire. It is pure: no I/O, no
 // clock, no randomness; the same input gives the same actions in the same
-// order (timeouts, no-work releases, base cancels, give-way, thesis
-// releases, submissions). No pilot appears in two actions.
+// order (timeouts, moves within a thesis pool, no-work releases, base
+// cancels, give-way, thesis releases, submissions). No pilot appears in two
+// actions.
 //
 // It adds no pilot when the snapshot is incomplete, when a pending pilot
 // timed out this round (the thesis: the scaling exits), or when the pilot
@@ -241,9 +258,10 @@ type decider struct {
 	wClaim, eClaim []rankClaim
 	startedRank    []bool // by rank in pend
 
-	thesisTake  bool
-	thesisLimit time.Duration
-	thesisWhy   string
+	pools       [][]int // thesis pools (thesisPools)
+	poolOf      []int   // job -> its pool, -1
+	thesisPlans []thesisPlan
+	moved       map[int]Action // pilot -> its move this round (poolMoves)
 	partMember  map[string][]bool
 
 	h          *tracker // when the decision may change (DecideHold)
@@ -383,7 +401,7 @@ func (d *decider) emit(a Action) { d.acts = append(d.acts, a) }
 func (d *decider) cancel(pi int, c Cause, why string) {
 	p := &d.st.Pilots[pi]
 	d.gone[pi] = true
-	d.emit(Action{Kind: CancelPilot, Cause: c, Job: p.Job, Pilot: p.ID, Node: p.Node, Reason: why})
+	d.emit(Action{Kind: CancelPilot, Cause: c, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Reason: why})
 }
 
 // cancelOrder is the thesis's order for giving nodes back (4.3.3): the
@@ -714,7 +732,11 @@ func (d *decider) submit() {
 	// Thesis candidates: idle now, whatever the claims (the thesis does not
 	// see them; its time limit is its own).
 	var tcands []candidate
-	if d.thesisTake {
+	thesisTake := false
+	for _, pl := range d.thesisPlans {
+		thesisTake = thesisTake || pl.take
+	}
+	if thesisTake {
 		for i := range d.s.Nodes {
 			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
 				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor, &d.win.Nodes[d.wAt[i]]})
@@ -740,13 +762,14 @@ func (d *decider) submit() {
 		pending, idle := d.idleSlots(j.ID)
 		want := j.TasksPending - len(pending) - len(idle)
 		if j.Mode == Thesis {
-			if !d.thesisTake {
+			plan := d.thesisPlans[d.poolOf[ji]]
+			if !plan.take {
 				continue
 			}
 			if d.cfg.ThesisHoldEmpty {
 				want = len(tcands)
 			}
-			tl := d.syncRelease(d.thesisLimit)
+			tl := d.syncRelease(plan.limit)
 			if tl < minTL {
 				continue
 			}
@@ -760,7 +783,7 @@ func (d *decider) submit() {
 				taken[c.i] = true
 				want--
 				budget--
-				d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl, Reason: d.thesisWhy})
+				d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl, Reason: plan.why})
 			}
 			continue
 		}

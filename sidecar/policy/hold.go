@@ -39,14 +39,16 @@ func DecideHold(s *cluster.Snapshot, st State, cfg Config, now time.Time) ([]Act
 	}
 	d := newDecider(s, st, cfg, now)
 	d.timeouts()
+	d.poolMoves()
 	d.noWork()
 	d.baseCancels()
 	if d.winOK {
 		d.giveWay()
 		d.thesis()
-		if s.Complete && !d.timedOut {
-			d.submit()
-		}
+	}
+	d.flushMoves()
+	if d.winOK && s.Complete && !d.timedOut {
+		d.submit()
 	}
 	if len(d.acts) > 0 {
 		return d.acts, Hold{Until: now, TaskEnds: true}

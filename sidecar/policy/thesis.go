@@ -13,12 +13,15 @@ import (
 // (maxTime), as published but for two evident slips (requiredNode is
 // N_top - I, not I - N_top; a running job's time left is TL_i - RT_i,
 // not TL_I - RT_i). The thesis ran one pool of executors for all its
-// calibration jobs, so the thesis-mode jobs are one system here:
+// calibration jobs, serving them first come, first served ("Job 46 waits
+// for Job 45 to finish"), so the thesis-mode jobs of one owner
+// (ElasticJob.Owner) are one system here, a pool:
 //
 //	T        nodes of the pilot partition (not needed by the algorithm)
-//	I        its nodes idle now: no job at all, pilots included
-//	R        running thesis pilots not retiring
-//	leftTasks the thesis jobs' pending plus running tasks
+//	I        its nodes idle now: no job at all, pilots included (plus
+//	         what earlier pools released this round)
+//	R        the pool's running pilots not retiring
+//	leftTasks the pool's pending plus running tasks
 //	MiniNode Config.MiniNode at leftTasks (Eq. 5.1)
 //	J_top    the highest-priority reserving pending job (glean's pending
 //	         pilots aside) in a partition that overlaps the pilot one;
@@ -28,78 +31,137 @@ import (
 //	         (UNLIMITED: never)
 //	miniTime Config.MiniTime; the 2 minutes are Config.Margin
 //
-// Released nodes are thesis pilots cancelled in the order of 4.3.3 (closest
-// to their end first, then the newest). Taken nodes are submitted for the
-// thesis jobs in FIFO order with TL = maxTime - margin (Case 3) or
+// Released nodes are the pool's pilots cancelled in the order of 4.3.3
+// (closest to their end first, then the newest). Taken nodes are submitted
+// for the pool's jobs in FIFO order with TL = maxTime - margin (Case 3) or
 // UNLIMITED capped by the partition MaxTime (Case 1: no pending job), on
 // idle nodes, whatever their reservations: the thesis could not see them,
-// and its pending timeout cleans up what Slurm does not start.
+// and its pending timeout cleans up what Slurm does not start. A pool
+// pilot whose job has no task left for it moves to the pool's next job
+// with work (poolMoves) rather than leaving, so R does not collapse at
+// every job boundary. Pools run one after another, in FIFO order of their
+// first job.
 func (d *decider) thesis() {
-	var jobs []*ElasticJob
-	left := 0
-	for ji := range d.st.Jobs {
-		if j := &d.st.Jobs[ji]; j.Mode == Thesis {
-			jobs = append(jobs, j)
-			left += max(j.TasksPending, 0) + max(j.TasksRunning, 0)
-		}
-	}
-	if len(jobs) == 0 {
+	pools := d.thesisPools()
+	if len(pools) == 0 {
 		return
 	}
 	d.h.never() // Algorithm 1 reads the clock throughout
+	d.thesisPlans = make([]thesisPlan, len(pools))
+	freed := 0
+	for k, pool := range pools {
+		freed += d.thesisPool(&d.thesisPlans[k], pool, freed)
+	}
+}
+
+// thesisPlan is what Algorithm 1 decided for one pool: take idle nodes,
+// with this time limit.
+type thesisPlan struct {
+	take  bool
+	limit time.Duration
+	why   string
+}
+
+// thesisPools lists the Thesis jobs (indices into st.Jobs) by pool: one
+// per owner, "" alone; pools in FIFO order of their first job, jobs in
+// FIFO order within. d.poolOf maps a job to its pool (-1: none).
+func (d *decider) thesisPools() [][]int {
+	if d.pools != nil || d.poolOf != nil {
+		return d.pools
+	}
+	d.poolOf = make([]int, len(d.st.Jobs))
+	at := map[string]int{}
+	for ji := range d.st.Jobs {
+		d.poolOf[ji] = -1
+		j := &d.st.Jobs[ji]
+		if j.Mode != Thesis {
+			continue
+		}
+		if k, ok := at[j.Owner]; ok && j.Owner != "" {
+			d.poolOf[ji] = k
+			d.pools[k] = append(d.pools[k], ji)
+			continue
+		}
+		at[j.Owner] = len(d.pools)
+		d.poolOf[ji] = len(d.pools)
+		d.pools = append(d.pools, []int{ji})
+	}
+	return d.pools
+}
+
+// poolOfPilot is the pool of the job pilot p serves, or -1.
+func (d *decider) poolOfPilot(p *Pilot) int {
+	if ji, ok := d.jobIdx[p.Job]; ok {
+		d.thesisPools()
+		return d.poolOf[ji]
+	}
+	return -1
+}
+
+// thesisPool is Algorithm 1 for one pool; freed nodes were released by
+// earlier pools this round (they count as idle). It returns the nodes it
+// released.
+func (d *decider) thesisPool(plan *thesisPlan, pool []int, freed int) int {
+	left := 0
+	for _, ji := range pool {
+		j := &d.st.Jobs[ji]
+		left += max(j.TasksPending, 0) + max(j.TasksRunning, 0)
+	}
+	k := d.poolOf[pool[0]]
 	var r []int
 	for pi := range d.st.Pilots {
 		p := &d.st.Pilots[pi]
-		if !d.gone[pi] && p.State == PilotRunning && !p.Retiring && d.modeOf(p) == Thesis {
+		if !d.gone[pi] && p.State == PilotRunning && !p.Retiring && d.poolOfPilot(p) == k {
 			r = append(r, pi)
 		}
 	}
 	mini := MiniNode(d.cfg.MiniNode, left)
 	part := d.s.Partition(d.win.Partition)
-	idle := 0
+	idle := freed
 	for i := range d.s.Nodes {
 		if d.wAt[i] >= 0 && d.idleNow(i) {
 			idle++
 		}
 	}
 	R := len(r)
-	take := func(limit time.Duration, why string) {
-		d.thesisTake = true
-		d.thesisLimit = capLimit(limit, part.MaxTime)
-		d.thesisWhy = fmt.Sprintf("thesis: %s (I=%d R=%d MiniNode=%d)", why, idle, R, mini)
+	take := func(limit time.Duration, why string) int {
+		plan.take = true
+		plan.limit = capLimit(limit, part.MaxTime)
+		plan.why = fmt.Sprintf("thesis: %s (I=%d R=%d MiniNode=%d)", why, idle, R, mini)
+		return 0
 	}
-	release := func(n int, who, why string) {
+	release := func(n int, who, why string) int {
 		slices.SortFunc(r, d.cancelOrder)
-		for _, pi := range r[:min(n, len(r))] {
+		n = min(n, len(r))
+		for _, pi := range r[:n] {
 			p := &d.st.Pilots[pi]
 			d.gone[pi] = true
-			d.emit(Action{Kind: CancelPilot, Cause: CauseThesis, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: who, By: d.now,
+			d.emit(Action{Kind: CancelPilot, Cause: CauseThesis, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Claimant: who, By: d.now,
 				Reason: fmt.Sprintf("thesis: %s (I=%d R=%d MiniNode=%d)", why, idle, R, mini)})
 		}
+		return n
 	}
 
 	pending := d.thesisPending()
 	if len(pending) == 0 { // Case 1
-		take(cluster.Unlimited, "no pending job, take the idle nodes")
-		return
+		return take(cluster.Unlimited, "no pending job, take the idle nodes")
 	}
 	top := &d.s.Jobs[pending[0]]
 	nTop := max(top.NumNodes, 1)
 	running := d.thesisRunning()
 	maxT := thesisMaxTime(nTop, idle, running)
 	if R < mini {
-		take(d.pilotLimit(maxT), fmt.Sprintf("below the floor, maxTime %s", FormatDuration(maxT)))
-		return
+		return take(d.pilotLimit(maxT), fmt.Sprintf("below the floor, maxTime %s", FormatDuration(maxT)))
 	}
 	if nTop-idle <= R-mini {
 		if n := nTop - idle; n > 0 { // n <= 0: it fits already, Slurm starts it
-			release(n, top.ID, fmt.Sprintf("give %d nodes to the top job %s", n, top.ID))
+			return release(n, top.ID, fmt.Sprintf("give %d nodes to the top job %s", n, top.ID))
 		}
-		return
+		return 0
 	}
 	for _, rj := range running {
 		if rj.left < d.cfg.MiniTime {
-			return // a job ends soon: wait
+			return 0 // a job ends soon: wait
 		}
 	}
 	for _, k := range pending {
@@ -109,14 +171,107 @@ func (d *decider) thesis() {
 		}
 		n := max(j.NumNodes, 1)
 		if n <= idle {
-			return // Slurm will backfill it: wait
+			return 0 // Slurm will backfill it: wait
 		}
 		if n-idle <= R-mini {
-			release(n-idle, j.ID, fmt.Sprintf("give %d nodes to backfill %s", n-idle, j.ID))
-			return
+			return release(n-idle, j.ID, fmt.Sprintf("give %d nodes to backfill %s", n-idle, j.ID))
 		}
 	}
-	take(d.pilotLimit(maxT), fmt.Sprintf("no job can be backfilled, maxTime %s", FormatDuration(maxT)))
+	return take(d.pilotLimit(maxT), fmt.Sprintf("no job can be backfilled, maxTime %s", FormatDuration(maxT)))
+}
+
+// poolMoves keeps a thesis pool's pilots on its work, first come, first
+// served: each job keeps as many of its own pilots as it has pending tasks
+// (idle ones first, then pending ones, then busy ones by their task's end:
+// those will take its last tasks); the others move to the pool's jobs
+// whose pending tasks no pilot will take yet, in FIFO order, idle and
+// pending pilots first (they start a task at once), then busy ones (after
+// their task). A pilot nobody needs stays (noWork cancels it if idle).
+// Pilots already moved are the job's they serve (Pilot.Job).
+func (d *decider) poolMoves() {
+	for _, pool := range d.thesisPools() {
+		if len(pool) < 2 {
+			continue
+		}
+		d.h.never() // the thesis mode holds at now only
+		need := make([]int, len(pool))
+		var now, later []int // pilots to move: at once, after their task
+		for k, ji := range pool {
+			j := &d.st.Jobs[ji]
+			need[k] = max(j.TasksPending, 0)
+			pend, idle := d.idleSlots(j.ID)
+			var busy []int
+			for pi := range d.st.Pilots {
+				if p := &d.st.Pilots[pi]; !d.gone[pi] && !p.Retiring && p.Job == j.ID && p.State == PilotRunning && p.Busy {
+					busy = append(busy, pi)
+				}
+			}
+			slices.SortStableFunc(busy, func(a, b int) int {
+				ea, eb := d.st.Pilots[a].TaskEnd, d.st.Pilots[b].TaskEnd
+				switch {
+				case ea.IsZero() != eb.IsZero(): // unknown ends last
+					if ea.IsZero() {
+						return 1
+					}
+					return -1
+				case !ea.Equal(eb):
+					return ea.Compare(eb)
+				}
+				return naturalCompare(d.st.Pilots[a].ID, d.st.Pilots[b].ID)
+			})
+			for _, pi := range append(idle, pend...) {
+				if need[k] > 0 {
+					need[k]--
+				} else {
+					now = append(now, pi)
+				}
+			}
+			for _, pi := range busy {
+				if need[k] > 0 {
+					need[k]--
+				} else {
+					later = append(later, pi)
+				}
+			}
+		}
+		k := 0
+		for _, pi := range append(now, later...) {
+			for k < len(pool) && need[k] == 0 {
+				k++
+			}
+			if k == len(pool) {
+				break
+			}
+			need[k]--
+			p := &d.st.Pilots[pi]
+			to := d.st.Jobs[pool[k]].ID
+			if d.moved == nil {
+				d.moved = map[int]Action{}
+			}
+			d.moved[pi] = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: to, Node: p.Node,
+				Reason: fmt.Sprintf("%s has no task left for it; %s has %d pending", p.Job, to, d.st.Jobs[pool[k]].TasksPending)}
+			p.Job = to
+		}
+	}
+}
+
+// flushMoves emits the moves of pilots still there (Algorithm 1 may have
+// released one), in pilot order.
+func (d *decider) flushMoves() {
+	for pi := range d.st.Pilots {
+		if a, ok := d.moved[pi]; ok && !d.gone[pi] {
+			d.emit(a)
+		}
+	}
+}
+
+// actionJob is the job an action on pilot pi names: the one it was
+// submitted for or last moved to, not one it is moving to this round.
+func (d *decider) actionJob(pi int) string {
+	if a, ok := d.moved[pi]; ok {
+		return a.Job
+	}
+	return d.st.Pilots[pi].Job
 }
 
 // thesisPending lists the reserving pending jobs in partitions that overlap

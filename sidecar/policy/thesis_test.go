@@ -199,3 +199,94 @@ func TestMiniNodeEq51(t *testing.T) {
 		t.Errorf("empty table: %d", got)
 	}
 }
+
+func move(job, pilot, node, to string) Action {
+	return Action{Kind: MovePilot, Cause: CausePool, Job: job, Pilot: pilot, Node: node, To: to}
+}
+
+// TestDecideThesisPool: the thesis-mode jobs of one owner are one pool,
+// served first come, first served (seed 000, 5.3.2: "Job 46 waits for Job
+// 45 to finish"); a pilot whose job has no task left for it moves to the
+// pool's next job with work, never to another owner's.
+func TestDecideThesisPool(t *testing.T) {
+	// 24 nodes, n1-n20 busy for an hour, no pending job (Case 1: take the
+	// idle nodes); pilots a1 (busy, task ends in 3m), a2 (idle), a3 (busy,
+	// ends in 1m) of job A on n21-n23; n24 idle.
+	base := func() *cluster.Snapshot {
+		return snap([]cluster.Partition{part("batch", unl, names("n", 1, 24)...)},
+			[][]cluster.Node{nodes(cluster.NodeAlloc, names("n", 1, 20)...), nodes(cluster.NodeIdle, names("n", 21, 24)...)},
+			running("r1", at(time.Hour), names("n", 1, 20)...))
+	}
+	a1 := taskEnds(rpilot("a1", "A", "n21", time.Hour, never), 3*time.Minute)
+	a2 := idlePilot(rpilot("a2", "A", "n22", time.Hour, never))
+	a3 := taskEnds(rpilot("a3", "A", "n23", time.Hour, never), time.Minute)
+	owned := func(j ElasticJob, owner string) ElasticJob { j.Owner = owner; return j }
+	pilots := func(ps ...Pilot) []Pilot { return ps }
+	tests := []decideCase{
+		{
+			name: "A has no task left: its idle pilot and, after their tasks, its busy ones serve B; n24 for B's rest",
+			snap: withPilots(base(), a1, a2, a3),
+			st: State{Jobs: []ElasticJob{owned(ejob("A", Thesis, 0, 2, 8*time.Minute), "u1"), owned(ejob("B", Thesis, 5, 0, 8*time.Minute), "u1")},
+				Pilots: pilots(a1, a2, a3)},
+			want: []Action{move("A", "a1", "n21", "B"), move("A", "a2", "n22", "B"), move("A", "a3", "n23", "B"), sub("B", "n24", unl)},
+		},
+		{
+			name: "A has one task left: the pilot whose task ends first takes it, the others move (idle first)",
+			snap: withPilots(base(), a1, a3, a2),
+			st: State{Jobs: []ElasticJob{owned(ejob("A", Thesis, 1, 2, 8*time.Minute), "u1"), owned(ejob("B", Thesis, 1, 0, 8*time.Minute), "u1")},
+				Pilots: pilots(a1, a3, a2)},
+			// A keeps a2 (idle) for its last task; B's task goes to the first
+			// busy extra in task-end order, a3. Busy pilots do not count
+			// against a job's want (as for any job): n24 is taken for B too.
+			want: []Action{move("A", "a3", "n23", "B"), sub("B", "n24", unl)},
+		},
+		{
+			name: "another owner's job: no move; the idle pilot without work leaves",
+			snap: withPilots(base(), a1, a2, a3),
+			st: State{Jobs: []ElasticJob{owned(ejob("A", Thesis, 0, 2, 8*time.Minute), "u1"), owned(ejob("B", Thesis, 5, 0, 8*time.Minute), "u2")},
+				Pilots: pilots(a1, a2, a3)},
+			want: []Action{cancelFor(CauseNoWork, "A", "a2", "n22"), sub("B", "n24", unl)},
+		},
+		{
+			name: "no owner: each job is a pool of its own",
+			snap: withPilots(base(), a1, a2, a3),
+			st: State{Jobs: []ElasticJob{ejob("A", Thesis, 0, 2, 8*time.Minute), ejob("B", Thesis, 5, 0, 8*time.Minute)},
+				Pilots: pilots(a1, a2, a3)},
+			want: []Action{cancelFor(CauseNoWork, "A", "a2", "n22"), sub("B", "n24", unl)},
+		},
+		{
+			name: "a fair job of the same owner is not in the pool",
+			snap: withPilots(base(), a1, a2, a3),
+			st: State{Jobs: []ElasticJob{owned(ejob("A", Thesis, 0, 2, 8*time.Minute), "u1"), owned(ejob("F", Fair, 5, 0, 8*time.Minute), "u1")},
+				Pilots: pilots(a1, a2, a3)},
+			want: []Action{cancelFor(CauseNoWork, "A", "a2", "n22"), sub("F", "n24", 40*time.Minute)},
+		},
+		{
+			name: "FIFO: a pilot already moved covers its new job's task, the others go to the next job; new pilots FIFO",
+			snap: withPilots(base(), a1, a2, a3),
+			st: func() State {
+				moved := a1
+				moved.Job = "B" // moved in an earlier round, still on A's task
+				return State{Jobs: []ElasticJob{owned(ejob("A", Thesis, 0, 1, 8*time.Minute), "u1"), owned(ejob("B", Thesis, 1, 1, 8*time.Minute), "u1"),
+					owned(ejob("C", Thesis, 3, 0, 8*time.Minute), "u1")}, Pilots: pilots(moved, a2, a3)}
+			}(),
+			want: []Action{move("A", "a2", "n22", "C"), move("A", "a3", "n23", "C"), sub("B", "n24", unl)},
+		},
+	}
+	runDecide(t, tests)
+
+	// 3.3.2 with the pool: C has no task left and D (same owner) 139; C's
+	// pilots move to D, but Algorithm 1 still releases t21 for J4: the
+	// release names C (where the daemon has it), and t21 does not move.
+	s, st := thesisCluster{}.build()
+	st.Jobs[0] = ejob("C", Thesis, 0, 11, 20*time.Second)
+	st.Jobs[0].Owner = "u1"
+	d := ejob("D", Thesis, 139, 0, 20*time.Second)
+	d.Owner = "u1"
+	st.Jobs = append(st.Jobs, d)
+	want := []Action{release("t21", "n21", "J4")}
+	for k := 20; k >= 11; k-- { // in the pilots' order
+		want = append(want, move("C", fmt.Sprintf("t%d", k), fmt.Sprintf("n%d", k), "D"))
+	}
+	runDecide(t, []decideCase{{name: "3.3.2 in a pool: release t21 for J4, move the others", snap: s, st: st, want: want}})
+}

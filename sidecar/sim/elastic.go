@@ -270,7 +270,7 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		if j.Kind != workload.Calibration {
 			continue
 		}
-		ej := &ejob{id: j.ID, key: "e" + strconv.Itoa(j.ID), mode: mode, submit: j.Submit, nodes: j.Nodes, work: time.Duration(j.Nodes) * j.Run}
+		ej := &ejob{id: j.ID, key: "e" + strconv.Itoa(j.ID), owner: calOwner, mode: mode, submit: j.Submit, nodes: j.Nodes, work: time.Duration(j.Nodes) * j.Run}
 		ej.lens = splitWork(ej.work, cfg.Tasks, cfg.TaskTime)
 		for t := len(ej.lens) - 1; t >= 0; t-- {
 			ej.pool = append(ej.pool, t) // taken from the end: task 0 first
@@ -286,7 +286,7 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		if until == 0 {
 			until = res.LastSubmit + ThesisTail
 		}
-		d.backlog = &ejob{id: backlogID, key: "backlog", mode: policy.Scavenger, infinite: true, until: until, taskLen: cfg.Backlog}
+		d.backlog = &ejob{id: backlogID, key: "backlog", owner: "backlog", mode: policy.Scavenger, infinite: true, until: until, taskLen: cfg.Backlog}
 		d.driven = append(d.driven, d.backlog)
 		res.Backlog = &BacklogRun{TaskTime: cfg.Backlog, Until: until}
 	}
@@ -338,6 +338,10 @@ func splitWork(work time.Duration, n int, taskTime time.Duration) []time.Duratio
 	return lens
 }
 
+// calOwner owns every calibration job: the thesis's one user (LOFAR), so
+// that its thesis-mode jobs are one pool (policy.ElasticJob.Owner).
+const calOwner = "calibration"
+
 // backlogPending is the pending task count the backlog shows the policy:
 // more than any pilot count, so that its work never caps a pilot's size
 // in a window shorter than 10^6 tasks.
@@ -347,6 +351,7 @@ const backlogPending = 1 << 20
 type ejob struct {
 	id      int
 	key     string // the policy's ID
+	owner   string // the policy's Owner: the calibration jobs are one user's
 	mode    policy.Mode
 	submit  time.Duration
 	nodes   int
@@ -413,7 +418,8 @@ type pilot struct {
 	id        int
 	sid       string // id as the policy knows it
 	ej        *ejob
-	node      int // -1: unpinned
+	next      *ejob // moved (policy.MovePilot): serves it once its task ends
+	node      int   // -1: unpinned
 	state     pilotState
 	submitted time.Duration
 	limit     time.Duration
@@ -654,7 +660,14 @@ func (d *driver) pull(w *worker, at time.Duration) {
 		ej.nextTask++
 		return
 	}
-	if w.noMoreWork || len(ej.pool) == 0 {
+	if w.noMoreWork {
+		return
+	}
+	if p := w.pilot; p != nil && p.next != nil {
+		ej = p.next // moved: its task ended
+		p.ej, w.ej, p.next = ej, ej, nil
+	}
+	if len(ej.pool) == 0 {
 		return
 	}
 	t := ej.pool[len(ej.pool)-1]
@@ -753,7 +766,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		if ej.submit > now || ej.done {
 			continue
 		}
-		e := policy.ElasticJob{ID: ej.key, Mode: ej.mode, Submit: simEpoch.Add(ej.submit),
+		e := policy.ElasticJob{ID: ej.key, Mode: ej.mode, Owner: ej.owner, Submit: simEpoch.Add(ej.submit),
 			TasksPending: ej.pendingTasks(now), TasksRunning: ej.running}
 		switch {
 		case ej.infinite:
@@ -771,6 +784,9 @@ func (d *driver) state(now time.Duration) policy.State {
 	}
 	for _, p := range d.pilots {
 		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
+		if p.next != nil {
+			pp.Job = p.next.key
+		}
 		if p.node >= 0 {
 			pp.Node = d.nodeName(p.node)
 		}
@@ -867,7 +883,11 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 		if p.retiring {
 			busy |= 2
 		}
-		sig = append(sig, int64(p.id), int64(p.state), busy)
+		serves := p.ej
+		if p.next != nil {
+			serves = p.next
+		}
+		sig = append(sig, int64(p.id), int64(p.state), busy, int64(serves.id))
 	}
 	quiet := d.sigOK && d.lastActs == 0 && !d.started && slices.Equal(sig, d.sig) &&
 		d.hold.Holds(simEpoch.Add(now)) && (!d.hold.TaskEnds || slices.Equal(te, d.te))
@@ -925,6 +945,20 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		}
 		if end < p.eng.end {
 			s.reschedule(p.eng, end)
+		}
+	case policy.MovePilot:
+		p, to := d.findPilot(a.Pilot), d.findJob(a.To)
+		if p == nil || p.state == pGone || to == nil || to.done || to.owner != p.ej.owner {
+			return
+		}
+		if p.state == pRunning && p.w.task >= 0 {
+			p.next = to // after its task
+			return
+		}
+		p.ej, p.next = to, nil
+		if p.state == pRunning {
+			p.w.ej = to
+			d.pull(&p.w, now)
 		}
 	case policy.CancelBase:
 		ej := d.findJob(a.Job)
