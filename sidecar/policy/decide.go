@@ -258,7 +258,7 @@ type decider struct {
 	wClaim, eClaim []rankClaim
 	startedRank    []bool // by rank in pend
 
-	pools       [][]int // thesis pools (thesisPools)
+	pools       [][]int // jobs by owner and mode (jobPools)
 	poolOf      []int   // job -> its pool, -1
 	thesisPlans []thesisPlan
 	moved       map[int]Action // pilot -> its move this round (poolMoves)
@@ -424,7 +424,8 @@ func (d *decider) cancelOrder(a, b int) int {
 
 // giveOrder is the order in which pilots give their nodes to a claimant:
 // first those that lose no work (idle, or their task ends within Grace),
-// then cancelOrder.
+// then those that lose the least (their task started last: a killed
+// attempt's node time is waste), then cancelOrder.
 func (d *decider) giveOrder(a, b int) int {
 	la, lb := d.lossless(a, d.nowPlus(d.cfg.Grace)), d.lossless(b, d.nowPlus(d.cfg.Grace))
 	switch {
@@ -432,8 +433,31 @@ func (d *decider) giveOrder(a, b int) int {
 		return -1
 	case lb && !la:
 		return 1
+	case !la:
+		sa, sb := d.taskStart(a), d.taskStart(b)
+		switch {
+		case sa.IsZero() != sb.IsZero(): // unknown last
+			if sa.IsZero() {
+				return 1
+			}
+			return -1
+		case !sa.Equal(sb):
+			return sb.Compare(sa) // the later start loses less
+		}
 	}
 	return d.cancelOrder(a, b)
+}
+
+// taskStart is when busy pilot pi's task started (TaskEnd minus its job's
+// TaskTime); zero: unknown.
+func (d *decider) taskStart(pi int) time.Time {
+	p := &d.st.Pilots[pi]
+	j := d.job(p)
+	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
+		return time.Time{}
+	}
+	d.h.taskEnds = true
+	return p.TaskEnd.Add(-j.TaskTime)
 }
 
 // lossless reports whether running pilot pi can leave by t without

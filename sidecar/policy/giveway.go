@@ -79,7 +79,7 @@ func (d *decider) giveWay() {
 	for _, pi := range pis {
 		p := &d.st.Pilots[pi]
 		n := needs[pi]
-		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by.t}
+		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by.t}
 		// Far off, or the pilot's task ends by the need anyway: retire.
 		if d.cmpM(n.by, d.nowPlus(d.cfg.RetireHorizon)) > 0 || p.Busy && !d.lossless(pi, d.nowPlus(d.cfg.Grace)) && d.lossless(pi, n.by) {
 			if p.Retiring {

@@ -38,19 +38,18 @@ import (
 // idle nodes, whatever their reservations: the thesis could not see them,
 // and its pending timeout cleans up what Slurm does not start. A pool
 // pilot whose job has no task left for it moves to the pool's next job
-// with work (poolMoves) rather than leaving, so R does not collapse at
-// every job boundary. Pools run one after another, in FIFO order of their
-// first job.
+// with work (poolMoves, pool.go) rather than leaving, so R does not
+// collapse at every job boundary. Pools run one after another, in FIFO
+// order of their first job.
 func (d *decider) thesis() {
-	pools := d.thesisPools()
-	if len(pools) == 0 {
-		return
-	}
-	d.h.never() // Algorithm 1 reads the clock throughout
+	pools := d.jobPools()
 	d.thesisPlans = make([]thesisPlan, len(pools))
 	freed := 0
 	for k, pool := range pools {
-		freed += d.thesisPool(&d.thesisPlans[k], pool, freed)
+		if d.st.Jobs[pool[0]].Mode == Thesis {
+			d.h.never() // Algorithm 1 reads the clock throughout
+			freed += d.thesisPool(&d.thesisPlans[k], pool, freed)
+		}
 	}
 }
 
@@ -60,42 +59,6 @@ type thesisPlan struct {
 	take  bool
 	limit time.Duration
 	why   string
-}
-
-// thesisPools lists the Thesis jobs (indices into st.Jobs) by pool: one
-// per owner, "" alone; pools in FIFO order of their first job, jobs in
-// FIFO order within. d.poolOf maps a job to its pool (-1: none).
-func (d *decider) thesisPools() [][]int {
-	if d.pools != nil || d.poolOf != nil {
-		return d.pools
-	}
-	d.poolOf = make([]int, len(d.st.Jobs))
-	at := map[string]int{}
-	for ji := range d.st.Jobs {
-		d.poolOf[ji] = -1
-		j := &d.st.Jobs[ji]
-		if j.Mode != Thesis {
-			continue
-		}
-		if k, ok := at[j.Owner]; ok && j.Owner != "" {
-			d.poolOf[ji] = k
-			d.pools[k] = append(d.pools[k], ji)
-			continue
-		}
-		at[j.Owner] = len(d.pools)
-		d.poolOf[ji] = len(d.pools)
-		d.pools = append(d.pools, []int{ji})
-	}
-	return d.pools
-}
-
-// poolOfPilot is the pool of the job pilot p serves, or -1.
-func (d *decider) poolOfPilot(p *Pilot) int {
-	if ji, ok := d.jobIdx[p.Job]; ok {
-		d.thesisPools()
-		return d.poolOf[ji]
-	}
-	return -1
 }
 
 // thesisPool is Algorithm 1 for one pool; freed nodes were released by
@@ -178,100 +141,6 @@ func (d *decider) thesisPool(plan *thesisPlan, pool []int, freed int) int {
 		}
 	}
 	return take(d.pilotLimit(maxT), fmt.Sprintf("no job can be backfilled, maxTime %s", FormatDuration(maxT)))
-}
-
-// poolMoves keeps a thesis pool's pilots on its work, first come, first
-// served: each job keeps as many of its own pilots as it has pending tasks
-// (idle ones first, then pending ones, then busy ones by their task's end:
-// those will take its last tasks); the others move to the pool's jobs
-// whose pending tasks no pilot will take yet, in FIFO order, idle and
-// pending pilots first (they start a task at once), then busy ones (after
-// their task). A pilot nobody needs stays (noWork cancels it if idle).
-// Pilots already moved are the job's they serve (Pilot.Job).
-func (d *decider) poolMoves() {
-	for _, pool := range d.thesisPools() {
-		if len(pool) < 2 {
-			continue
-		}
-		d.h.never() // the thesis mode holds at now only
-		need := make([]int, len(pool))
-		var now, later []int // pilots to move: at once, after their task
-		for k, ji := range pool {
-			j := &d.st.Jobs[ji]
-			need[k] = max(j.TasksPending, 0)
-			pend, idle := d.idleSlots(j.ID)
-			var busy []int
-			for pi := range d.st.Pilots {
-				if p := &d.st.Pilots[pi]; !d.gone[pi] && !p.Retiring && p.Job == j.ID && p.State == PilotRunning && p.Busy {
-					busy = append(busy, pi)
-				}
-			}
-			slices.SortStableFunc(busy, func(a, b int) int {
-				ea, eb := d.st.Pilots[a].TaskEnd, d.st.Pilots[b].TaskEnd
-				switch {
-				case ea.IsZero() != eb.IsZero(): // unknown ends last
-					if ea.IsZero() {
-						return 1
-					}
-					return -1
-				case !ea.Equal(eb):
-					return ea.Compare(eb)
-				}
-				return naturalCompare(d.st.Pilots[a].ID, d.st.Pilots[b].ID)
-			})
-			for _, pi := range append(idle, pend...) {
-				if need[k] > 0 {
-					need[k]--
-				} else {
-					now = append(now, pi)
-				}
-			}
-			for _, pi := range busy {
-				if need[k] > 0 {
-					need[k]--
-				} else {
-					later = append(later, pi)
-				}
-			}
-		}
-		k := 0
-		for _, pi := range append(now, later...) {
-			for k < len(pool) && need[k] == 0 {
-				k++
-			}
-			if k == len(pool) {
-				break
-			}
-			need[k]--
-			p := &d.st.Pilots[pi]
-			to := d.st.Jobs[pool[k]].ID
-			if d.moved == nil {
-				d.moved = map[int]Action{}
-			}
-			d.moved[pi] = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: to, Node: p.Node,
-				Reason: fmt.Sprintf("%s has no task left for it; %s has %d pending", p.Job, to, d.st.Jobs[pool[k]].TasksPending)}
-			p.Job = to
-		}
-	}
-}
-
-// flushMoves emits the moves of pilots still there (Algorithm 1 may have
-// released one), in pilot order.
-func (d *decider) flushMoves() {
-	for pi := range d.st.Pilots {
-		if a, ok := d.moved[pi]; ok && !d.gone[pi] {
-			d.emit(a)
-		}
-	}
-}
-
-// actionJob is the job an action on pilot pi names: the one it was
-// submitted for or last moved to, not one it is moving to this round.
-func (d *decider) actionJob(pi int) string {
-	if a, ok := d.moved[pi]; ok {
-		return a.Job
-	}
-	return d.st.Pilots[pi].Job
 }
 
 // thesisPending lists the reserving pending jobs in partitions that overlap

@@ -403,6 +403,7 @@ type worker struct {
 	pilot      *pilot
 	deadline   time.Duration // a task must end by it
 	noMoreWork bool          // retired or cancelled: take no more tasks
+	released   bool          // a base worker whose node the base gave back
 	rec        int           // the backlog: its last record in Tasks, or -1
 }
 
@@ -552,15 +553,24 @@ func (d *driver) onPass(now time.Duration, s *State) {
 		d.nextRound = floorTo(now, d.cycle) + d.cycle
 	}
 
-	// Holders with nothing left to do leave now.
+	// Holders with nothing left to do leave now; a base whose work ran
+	// out on some of its nodes gives those back (Slurm shrinks a running
+	// job: scontrol update JobId= NodeList=).
 	for _, ej := range d.jobs {
 		if ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0 {
 			idle := true
 			for _, w := range ej.baseWorkers {
-				idle = idle && w.task < 0
+				idle = idle && (w.task < 0 || w.released)
 			}
 			if idle {
 				s.reschedule(ej.base, now)
+				continue
+			}
+			for _, w := range ej.baseWorkers {
+				if w.task < 0 && !w.released {
+					w.released, w.noMoreWork = true, true
+					s.shrink(ej.base, w.node)
+				}
 			}
 		}
 	}
@@ -1044,7 +1054,7 @@ func (d *driver) finish() {
 	for _, ej := range d.jobs {
 		c := CalRun{ID: ej.id, Submit: ej.submit, Finish: ej.finish, Work: ej.work, Tasks: len(ej.lens), Done: ej.done, Pilots: ej.pilots}
 		if ej.base != nil && ej.base.began {
-			c.BaseRan, c.BaseStart, c.BaseEnd, c.BaseNodes = true, ej.base.start, ej.base.end, ej.base.nodes
+			c.BaseRan, c.BaseStart, c.BaseEnd, c.BaseNodes = true, ej.base.start, ej.base.end, ej.base.nodes+len(ej.base.released)
 		}
 		if ej.waiting {
 			d.res.Waiting = append(d.res.Waiting, Interval{ej.waitingSince, ej.finish})

@@ -71,7 +71,7 @@ func checkElastic(t *testing.T, w *workload.Workload, r *ElasticResult) {
 			if n < 0 || n >= r.Nodes {
 				t.Fatalf("%v: job %d on node %d of %d", r.Mode, j.ID, n, r.Nodes)
 			}
-			per[n] = append(per[n], iv{j.Start, j.End, fmt.Sprint("job ", j.ID)})
+			per[n] = append(per[n], iv{j.Start, j.NodeEnd(n), fmt.Sprint("job ", j.ID)})
 		}
 	}
 	for _, p := range r.Pilots {
@@ -401,4 +401,36 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// TestElasticBaseShrinks: a fair job's base gives a node back as soon as
+// no task is left for it (Slurm shrinks a running job), and a pending job
+// starts there instead of waiting for the base's last task.
+func TestElasticBaseShrinks(t *testing.T) {
+	// 4 nodes: R1 holds 2 for 5 h; the base holds the other 2. 3 tasks of
+	// 40 min: the base runs 2 at once, then one; its second node has
+	// nothing to do from 40 min on. R2 (1 node) waits for a node.
+	r1 := workload.Job{Nodes: 2, Run: 5 * time.Hour, Kind: workload.Regular}
+	cal := workload.Job{Nodes: 2, Run: time.Hour, Limit: 2 * time.Hour, Submit: time.Second, Kind: workload.Calibration}
+	r2 := workload.Job{Nodes: 1, Run: time.Hour, Limit: 2 * time.Hour, Submit: 10 * time.Minute, Kind: workload.Regular}
+	w := tiny(r1, cal, r2)
+	cfg := elasticCfg(FairMode)
+	cfg.Tasks = 3
+	r, err := RunElastic(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkElastic(t, w, r)
+	base := r.Sched.Jobs[1]
+	if len(base.Released) != 1 || base.Released[0].At != base.Start+40*time.Minute {
+		t.Fatalf("base released %+v, want one node when its first two tasks end, at %v", base.Released, base.Start+40*time.Minute)
+	}
+	// The model does not count a shrink as a job end: R2 starts at the
+	// next full run of the main scheduler (sched_interval, 60 s).
+	if got, rel := r.Sched.Jobs[2].Start, base.Released[0].At; got < rel || got > rel+time.Minute {
+		t.Errorf("R2 starts at %v; the base gave a node back at %v (and ends at %v)", got, rel, base.End)
+	}
+	if nt, want := base.NodeTime(), base.Run()*2-(base.End-base.Released[0].At); nt != want {
+		t.Errorf("base node time %v, want %v", nt, want)
+	}
 }

@@ -26,6 +26,10 @@ type job struct {
 	estEnd     time.Duration // start + est, saturated
 	alloc      []span        // the nodes it holds, from start on
 	line       *jobLine      // its cached snapshot line (the elastic driver's)
+	// full is alloc at the start, released the nodes given back since
+	// (shrink), in order.
+	full     []span
+	released []Release
 }
 
 // addSat adds a duration to a time, saturating at the largest Duration so
@@ -111,7 +115,7 @@ func (s *State) startOn(j *job, alloc []span) {
 	for _, sp := range alloc {
 		s.idle.clearRange(int(sp.first), int(sp.n))
 	}
-	j.alloc = alloc
+	j.alloc, j.full = alloc, alloc
 	j.began = true
 	j.start = s.now
 	j.end = s.now + j.run

@@ -95,6 +95,9 @@ func ComputeMetrics(r *ElasticResult) Metrics {
 		}
 		x := clip(j.Start, j.End) * float64(j.Nodes)
 		held += x
+		for _, rel := range j.Released {
+			held -= clip(rel.At, j.End)
+		}
 		if r.Kinds[i] != workload.Calibration {
 			eff += x
 			evs = append(evs, ev{t: j.Start, reg: j.Nodes}, ev{t: j.End, reg: -j.Nodes})

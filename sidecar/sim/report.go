@@ -251,7 +251,10 @@ func (r *ElasticResult) Timeline(title string) plot.Timeline {
 		if r.Kinds[i] == workload.Calibration {
 			k = plot.CalibrationBase
 		}
-		t.Segments = append(t.Segments, plot.Segment{Kind: k, Job: fmt.Sprint(j.ID), Start: j.Start, End: j.End, Nodes: j.Nodes})
+		t.Segments = append(t.Segments, plot.Segment{Kind: k, Job: fmt.Sprint(j.ID), Start: j.Start, End: j.End, Nodes: j.Nodes - len(j.Released)})
+		for _, rel := range j.Released { // a shrunk base: the nodes it gave back
+			t.Segments = append(t.Segments, plot.Segment{Kind: k, Job: fmt.Sprint(j.ID), Start: j.Start, End: rel.At, Nodes: 1})
+		}
 	}
 	for _, p := range r.Pilots {
 		if p.Started && p.End > p.Start {

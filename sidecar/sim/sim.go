@@ -106,6 +106,29 @@ type JobResult struct {
 	Nodes  int
 	Killed bool // ran into its limit
 	alloc  []span
+	// Released are nodes the job gave back before End (a shrunk base job);
+	// Nodes and alloc are what it started with.
+	Released []Release
+}
+
+// NodeTime is the node time the job held: Nodes x Run, less what it gave
+// back early.
+func (r *JobResult) NodeTime() time.Duration {
+	t := r.Run() * time.Duration(r.Nodes)
+	for _, x := range r.Released {
+		t -= r.End - x.At
+	}
+	return t
+}
+
+// NodeEnd is when the job gave node n back: its release, or End.
+func (r *JobResult) NodeEnd(n int) time.Duration {
+	for _, x := range r.Released {
+		if x.Node == n {
+			return x.At
+		}
+	}
+	return r.End
 }
 
 // Hosts are the nodes the job ran on as a Slurm host list, "c[1-4,9]".
@@ -259,9 +282,13 @@ func (e *engine) result() *Result {
 		j := &e.jobs[i]
 		jr := &r.Jobs[i]
 		*jr = JobResult{ID: j.id, Submit: j.submit, Start: j.start, End: j.end, Nodes: j.nodes, Killed: j.killed, alloc: j.alloc}
+		if len(j.released) > 0 {
+			jr.alloc, jr.Released = j.full, j.released
+			jr.Nodes += len(j.released)
+		}
 		wait += jr.Wait().Seconds()
 		bsld += jr.BoundedSlowdown()
-		work += jr.Run().Seconds() * float64(j.nodes)
+		work += jr.NodeTime().Seconds()
 		first, last = min(first, j.submit), max(last, j.end)
 		if j.killed {
 			r.Killed++

@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Pools: the elastic jobs of one owner (ElasticJob.Owner) and one mode
+// are served by their pilots first come, first served, as the thesis's one
+// executor pool served its calibration jobs ("Job 46 waits for Job 45 to
+// finish"): a pilot whose job has no task left for it moves to the pool's
+// next job with work (MovePilot) rather than leaving, and a new pilot is
+// submitted only for work no pilot of the pool will take. For the thesis
+// mode the pool is also Algorithm 1's system: one floor (thesis.go). A
+// pilot never moves to another owner's job, nor to a job of another mode
+// (its time limit was sized by its own mode's rules). Owner "": a pool of
+// its own.
+
+// jobPools lists the jobs (indices into st.Jobs) by pool; pools in FIFO
+// order of their first job, jobs in FIFO order within. d.poolOf maps a
+// job to its pool.
+func (d *decider) jobPools() [][]int {
+	if d.poolOf != nil {
+		return d.pools
+	}
+	d.poolOf = make([]int, len(d.st.Jobs))
+	type key struct {
+		owner string
+		mode  Mode
+	}
+	at := map[key]int{}
+	for ji := range d.st.Jobs {
+		j := &d.st.Jobs[ji]
+		k := key{j.Owner, j.Mode}
+		if p, ok := at[k]; ok && j.Owner != "" {
+			d.poolOf[ji] = p
+			d.pools[p] = append(d.pools[p], ji)
+			continue
+		}
+		at[k] = len(d.pools)
+		d.poolOf[ji] = len(d.pools)
+		d.pools = append(d.pools, []int{ji})
+	}
+	return d.pools
+}
+
+// poolOfPilot is the pool of the job pilot p serves, or -1 (an orphan).
+func (d *decider) poolOfPilot(p *Pilot) int {
+	if ji, ok := d.jobIdx[p.Job]; ok {
+		d.jobPools()
+		return d.poolOf[ji]
+	}
+	return -1
+}
+
+// poolMoves keeps each pool's pilots on its work: each job keeps as many
+// of its own pilots as it has pending tasks (idle ones first, then pending
+// ones, then busy ones by their task's end: those take its last tasks);
+// the others move to the pool's jobs whose pending tasks no pilot will
+// take yet, in FIFO order, idle and pending pilots first (they start a
+// task at once), then busy ones (after their task). A pilot nobody needs
+// stays (noWork cancels it if it is idle). Pilots already moved count for
+// the job they serve (Pilot.Job). The moves read no clock; with no move
+// the decision does not depend on the task ends either.
+func (d *decider) poolMoves() {
+	for _, pool := range d.jobPools() {
+		if len(pool) < 2 {
+			continue
+		}
+		need := make([]int, len(pool))
+		var now, later []int // pilots to move: at once, after their task
+		for k, ji := range pool {
+			j := &d.st.Jobs[ji]
+			need[k] = max(j.TasksPending, 0)
+			pend, idle := d.idleSlots(j.ID)
+			var busy []int
+			for pi := range d.st.Pilots {
+				if p := &d.st.Pilots[pi]; !d.gone[pi] && !p.Retiring && p.Job == j.ID && p.State == PilotRunning && p.Busy {
+					busy = append(busy, pi)
+				}
+			}
+			slices.SortStableFunc(busy, func(a, b int) int {
+				ea, eb := d.st.Pilots[a].TaskEnd, d.st.Pilots[b].TaskEnd
+				switch {
+				case ea.IsZero() != eb.IsZero(): // unknown ends last
+					if ea.IsZero() {
+						return 1
+					}
+					return -1
+				case !ea.Equal(eb):
+					return ea.Compare(eb)
+				}
+				return naturalCompare(d.st.Pilots[a].ID, d.st.Pilots[b].ID)
+			})
+			for _, pi := range append(idle, pend...) {
+				if need[k] > 0 {
+					need[k]--
+				} else {
+					now = append(now, pi)
+				}
+			}
+			for _, pi := range busy {
+				if need[k] > 0 {
+					need[k]--
+				} else {
+					later = append(later, pi)
+				}
+			}
+		}
+		k := 0
+		for _, pi := range append(now, later...) {
+			for k < len(pool) && need[k] == 0 {
+				k++
+			}
+			if k == len(pool) {
+				break
+			}
+			need[k]--
+			p := &d.st.Pilots[pi]
+			to := d.st.Jobs[pool[k]].ID
+			if d.moved == nil {
+				d.moved = map[int]Action{}
+			}
+			d.moved[pi] = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: to, Node: p.Node,
+				Reason: fmt.Sprintf("%s has no task left for it; %s has %d pending", p.Job, to, d.st.Jobs[pool[k]].TasksPending)}
+			p.Job = to
+		}
+	}
+}
+
+// flushMoves emits the moves of pilots still there and not retired this
+// round (Algorithm 1 or give way may have taken one), in pilot order.
+func (d *decider) flushMoves() {
+	for pi := range d.st.Pilots {
+		if a, ok := d.moved[pi]; ok && !d.gone[pi] && !d.st.Pilots[pi].Retiring {
+			d.emit(a)
+		}
+	}
+}
+
+// actionJob is the job an action on pilot pi names: the one it was
+// submitted for or last moved to, not one it is moving to this round.
+func (d *decider) actionJob(pi int) string {
+	if a, ok := d.moved[pi]; ok {
+		return a.Job
+	}
+	return d.st.Pilots[pi].Job
+}
