@@ -36,6 +36,10 @@ type Pilot struct {
 	// and when its time limit ends (zero End: UNLIMITED).
 	Submitted, Start, End time.Time
 	Retiring              bool // told to finish its task and take no more
+	// Leaving: glean cancelled it (it is in its grace): its node is as
+	// good as free, and no rule acts on it again. Slurm still shows it
+	// running until it ends.
+	Leaving bool
 	Busy                  bool // running a task
 	// TaskEnd is when the task a busy pilot runs is expected to end (its
 	// start plus the job's TaskTime); zero: unknown. With it, give way
@@ -290,6 +294,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 	for i, p := range st.Pilots {
 		d.pilotIdx[p.ID] = i
 		d.exclude[p.ID] = true
+		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)
 	for i := range s.Nodes {

@@ -19,7 +19,8 @@ import (
 //
 //	T        nodes of the pilot partition (not needed by the algorithm)
 //	I        its nodes idle now: no job at all, pilots included (plus
-//	         what earlier pools released this round)
+//	         what this round's earlier pools and earlier rounds released:
+//	         pilots in their grace, Pilot.Leaving)
 //	R        the pool's running pilots not retiring
 //	leftTasks the pool's pending plus running tasks
 //	MiniNode Config.MiniNode at leftTasks (Eq. 5.1)
@@ -84,6 +85,9 @@ func (d *decider) thesisPool(plan *thesisPlan, pool []int, freed int) int {
 	for i := range d.s.Nodes {
 		if d.wAt[i] >= 0 && d.idleNow(i) {
 			idle++
+		}
+		if pi := d.pilotOn[i]; d.wAt[i] >= 0 && pi >= 0 && d.st.Pilots[pi].Leaving {
+			idle++ // released in an earlier round, in its grace
 		}
 	}
 	R := len(r)

@@ -793,7 +793,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring}
+		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
 		if p.next != nil {
 			pp.Job = p.next.key
 		}
@@ -892,6 +892,9 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 		}
 		if p.retiring {
 			busy |= 2
+		}
+		if p.leaving {
+			busy |= 4
 		}
 		serves := p.ej
 		if p.next != nil {
