@@ -40,7 +40,7 @@ type Pilot struct {
 	// good as free, and no rule acts on it again. Slurm still shows it
 	// running until it ends.
 	Leaving bool
-	Busy                  bool // running a task
+	Busy    bool // running a task
 	// TaskEnd is when the task a busy pilot runs is expected to end (its
 	// start plus the job's TaskTime); zero: unknown. With it, give way
 	// takes first the pilots whose task ends within Grace, and retires
