@@ -563,6 +563,17 @@ func TestDecideGiveWay(t *testing.T) {
 			want: []Action{cancelFor(CauseNoWork, "e2", "z", "n7")},
 		},
 		{
+			name: "a pilot cancelled earlier (Leaving) frees its node: the claimant counts it, nothing is cancelled twice",
+			snap: six(pend2("P", 100, "Resources", 4, time.Hour, never)),
+			st: func() State {
+				s := st
+				s.Pilots = append([]Pilot{}, ps...)
+				s.Pilots[2].Leaving = true // c, cancelled last round
+				return s
+			}(),
+			want: []Action{give("e1", "a", "n3", "P", now)},
+		},
+		{
 			name: "a job that fits on idle nodes alone: no give way, and no pilot there",
 			snap: six(pend2("P", 100, "Resources", 2, time.Hour, never)),
 			st:   st,

@@ -109,6 +109,8 @@ func TestDecideThesis(t *testing.T) {
 			cfg: func(c *Config) { c.ThesisHoldEmpty = true }, want: takeAll("C", unl, names("n", 21, 24)...)},
 		{name: "Case 1 within MaxPendingPilots", snap: case1(unl, 100), st: c1(100),
 			cfg: func(c *Config) { c.MaxPendingPilots = 3 }, want: takeAll("C", unl, "n21", "n22", "n23")},
+		tc("3.3.2 a round later: t21 is in its grace (Leaving): its node counts as idle, J4 fits, no second release", thesisCluster{},
+			func(s *cluster.Snapshot, st *State) { st.Pilots[0].Leaving = true }, nil, nil),
 		tc("the floor keeps nodes: R - MiniNode = 0, so no release; take the idle ones", thesisCluster{}, nil, floor(11),
 			takeAll("C", 17*time.Minute, names("n", 6, 10)...)),
 		tc("below the floor (R=8 < 10): take I=8 nodes with maxTime - 2", thesisCluster{r: 8}, nil, nil,
