@@ -266,6 +266,7 @@ type decider struct {
 	poolOf      []int   // job -> its pool, -1
 	thesisPlans []thesisPlan
 	moved       map[int]Action // pilot -> its move this round (poolMoves)
+	uncovered   []int          // job -> pending tasks no pilot will take (submit)
 	partMember  map[string][]bool
 
 	h          *tracker // when the decision may change (DecideHold)
@@ -776,6 +777,7 @@ func (d *decider) submit() {
 	}
 
 	taken := make(map[int]bool)
+	d.uncovered = make([]int, len(d.st.Jobs))
 	for ji := range d.st.Jobs {
 		if budget <= 0 {
 			return
@@ -790,9 +792,11 @@ func (d *decider) submit() {
 		}
 		pending, idle := d.idleSlots(j.ID)
 		want := j.TasksPending - len(pending) - len(idle)
+		d.uncovered[ji] = max(want, 0) // less what is submitted below
 		if j.Mode == Thesis {
 			plan := d.thesisPlans[d.poolOf[ji]]
 			if !plan.take {
+				d.uncovered[ji] = 0 // Algorithm 1 takes nothing now
 				continue
 			}
 			if d.cfg.ThesisHoldEmpty {
@@ -812,6 +816,7 @@ func (d *decider) submit() {
 				taken[c.i] = true
 				want--
 				budget--
+				d.uncovered[ji]--
 				d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl, Reason: plan.why})
 			}
 			continue
@@ -852,6 +857,7 @@ func (d *decider) submit() {
 			}
 			taken[c.i] = true
 			budget--
+			d.uncovered[ji]--
 			d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl,
 				Reason: fmt.Sprintf("window %s, work %s", FormatDuration(c.window), FormatDuration(workCap))})
 		}

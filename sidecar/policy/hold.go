@@ -49,6 +49,7 @@ func DecideHold(s *cluster.Snapshot, st State, cfg Config, now time.Time) ([]Act
 	d.flushMoves()
 	if d.winOK && s.Complete && !d.timedOut {
 		d.submit()
+		d.fifo()
 	}
 	if len(d.acts) > 0 {
 		return d.acts, Hold{Until: now, TaskEnds: true}

@@ -79,19 +79,7 @@ func (d *decider) poolMoves() {
 					busy = append(busy, pi)
 				}
 			}
-			slices.SortStableFunc(busy, func(a, b int) int {
-				ea, eb := d.st.Pilots[a].TaskEnd, d.st.Pilots[b].TaskEnd
-				switch {
-				case ea.IsZero() != eb.IsZero(): // unknown ends last
-					if ea.IsZero() {
-						return 1
-					}
-					return -1
-				case !ea.Equal(eb):
-					return ea.Compare(eb)
-				}
-				return naturalCompare(d.st.Pilots[a].ID, d.st.Pilots[b].ID)
-			})
+			slices.SortStableFunc(busy, d.freeOrder)
 			for _, pi := range append(idle, pend...) {
 				if need[k] > 0 {
 					need[k]--
@@ -145,4 +133,104 @@ func (d *decider) actionJob(pi int) string {
 		return a.Job
 	}
 	return d.st.Pilots[pi].Job
+}
+
+// fifo serves elastic jobs first come, first served across pools too: the
+// pending tasks of an earlier job that no pilot will take (after this
+// round's submissions) get the nodes of a later job's pilots. A later
+// job's pilot in the same pool moves to it (after its task); any other
+// retires: it finishes its task and takes no more, and the earlier job's
+// pilot is submitted there once the node is free. Nothing is killed for
+// it. Retiring pilots of later jobs already count, for the earliest jobs
+// first. Only nodes whose window (as if the pilot were gone) holds the
+// earlier job's shortest pilot count, soonest-ending task first; thesis
+// pilots follow Algorithm 1 only and give nothing.
+func (d *decider) fifo() {
+	if len(d.uncovered) == 0 {
+		return // submit stopped before it looked at the jobs (MaxPendingPilots)
+	}
+	var cands, retiring []int
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi]
+		if d.gone[pi] || p.State != PilotRunning || d.modeOf(p) == Thesis || d.job(p) == nil {
+			continue
+		}
+		if i, ok := d.nodeIdx[p.Node]; !ok || d.wAt[i] < 0 {
+			continue
+		}
+		switch _, moving := d.moved[pi]; {
+		case p.Retiring:
+			retiring = append(retiring, pi)
+		case !moving:
+			cands = append(cands, pi)
+		}
+	}
+	if len(cands)+len(retiring) == 0 {
+		return
+	}
+	used := make([]bool, len(d.st.Pilots))
+	later := func(pi, ji int) bool { return d.jobIdx[d.st.Pilots[pi].Job] > ji }
+	for ji := range d.st.Jobs {
+		left := d.uncovered[ji]
+		if left <= 0 {
+			continue
+		}
+		j := &d.st.Jobs[ji]
+		for _, pi := range retiring {
+			if left > 0 && !used[pi] && later(pi, ji) {
+				used[pi] = true
+				left--
+			}
+		}
+		minTL := d.cfg.MinPilotTime
+		if j.TaskTime > 0 {
+			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
+		}
+		var mine []int
+		for _, pi := range cands {
+			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeIdx[d.st.Pilots[pi].Node]]], minTL) {
+				mine = append(mine, pi)
+			}
+		}
+		if left <= 0 || len(mine) == 0 {
+			continue
+		}
+		slices.SortStableFunc(mine, d.freeOrder)
+		for _, pi := range mine[:min(left, len(mine))] {
+			used[pi] = true
+			p := &d.st.Pilots[pi]
+			a := Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: j.ID,
+				Reason: fmt.Sprintf("%s, earlier, has %d tasks no pilot takes", j.ID, d.uncovered[ji])}
+			if d.poolOf[d.jobIdx[p.Job]] == d.poolOf[ji] {
+				a = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: j.ID, Node: p.Node,
+					Reason: fmt.Sprintf("%s, earlier in the pool, has %d tasks no pilot takes", j.ID, d.uncovered[ji])}
+			}
+			d.emit(a)
+		}
+	}
+}
+
+// freeOrder orders running pilots by when they are free of their task:
+// idle first, then by TaskEnd, unknown ends last, then by ID.
+func (d *decider) freeOrder(a, b int) int {
+	pa, pb := &d.st.Pilots[a], &d.st.Pilots[b]
+	if pa.Busy != pb.Busy {
+		if pa.Busy {
+			return 1
+		}
+		return -1
+	}
+	ea, eb := pa.TaskEnd, pb.TaskEnd
+	switch {
+	case !pa.Busy:
+	case ea.IsZero() != eb.IsZero(): // unknown ends last
+		if ea.IsZero() {
+			return 1
+		}
+		return -1
+	case !ea.Equal(eb):
+		d.h.taskEnds = true
+		return ea.Compare(eb)
+	}
+	return naturalCompare(pa.ID, pb.ID)
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -291,4 +292,43 @@ func TestDecideThesisPool(t *testing.T) {
 		want = append(want, move("C", fmt.Sprintf("t%d", k), fmt.Sprintf("n%d", k), "D"))
 	}
 	runDecide(t, []decideCase{{name: "3.3.2 in a pool: release t21 for J4, move the others", snap: s, st: st, want: want}})
+}
+
+// TestDecideFIFO: an earlier elastic job's tasks that no pilot takes get
+// the nodes of a later job's pilots: they retire (soonest free first, no
+// task killed), or, in the same pool, move to it after their task.
+func TestDecideFIFO(t *testing.T) {
+	l := []Pilot{
+		taskEnds(rpilot("l1", "late", "n1", time.Hour, never), 4*time.Minute),
+		taskEnds(rpilot("l2", "late", "n2", time.Hour, never), 2*time.Minute),
+		taskEnds(rpilot("l3", "late", "n3", time.Hour, never), 6*time.Minute),
+		taskEnds(rpilot("l4", "late", "n4", time.Hour, never), 8*time.Minute),
+	}
+	s := func(ps []Pilot) *cluster.Snapshot {
+		return withPilots(snap([]cluster.Partition{part("batch", unl, names("n", 1, 4)...)},
+			[][]cluster.Node{nodes(cluster.NodeIdle, names("n", 1, 4)...)}), ps...)
+	}
+	jobs := func(owner string, lateMode Mode) []ElasticJob {
+		e, lt := ejob("early", Scavenger, 2, 0, 5*time.Minute), ejob("late", lateMode, 100, 4, 10*time.Minute)
+		e.Owner, lt.Owner = owner, owner
+		return []ElasticJob{e, lt}
+	}
+	retireFor := func(pilot, node string) Action {
+		return Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: "late", Pilot: pilot, Node: node, Claimant: "early"}
+	}
+	retiring := slices.Clone(l)
+	retiring[2].Retiring = true
+	runDecide(t, []decideCase{
+		{name: "later job's pilots retire for the earlier job's 2 tasks, soonest free first",
+			snap: s(l), st: State{Jobs: jobs("", Scavenger), Pilots: l},
+			want: []Action{retireFor("l2", "n2"), retireFor("l1", "n1")}},
+		{name: "same owner and mode (a pool): they move instead",
+			snap: s(l), st: State{Jobs: jobs("u", Scavenger), Pilots: l},
+			want: []Action{move("late", "l2", "n2", "early"), move("late", "l1", "n1", "early")}},
+		{name: "a later pilot already retiring counts",
+			snap: s(retiring), st: State{Jobs: jobs("", Scavenger), Pilots: retiring},
+			want: []Action{retireFor("l2", "n2")}},
+		{name: "thesis pilots follow Algorithm 1 only",
+			snap: s(l), st: State{Jobs: jobs("", Thesis), Pilots: l}},
+	})
 }
