@@ -137,14 +137,15 @@ func (d *decider) actionJob(pi int) string {
 
 // fifo serves elastic jobs first come, first served across pools too: the
 // pending tasks of an earlier job that no pilot will take (after this
-// round's submissions) get the nodes of a later job's pilots. A later
-// job's pilot in the same pool moves to it (after its task); any other
-// retires: it finishes its task and takes no more, and the earlier job's
-// pilot is submitted there once the node is free. Nothing is killed for
-// it. Retiring pilots of later jobs already count, for the earliest jobs
-// first. Only nodes whose window (as if the pilot were gone) holds the
-// earlier job's shortest pilot count, soonest-ending task first; thesis
-// pilots follow Algorithm 1 only and give nothing.
+// round's submissions) get the nodes of later jobs' pilots, as a pending
+// regular job gets them (rule A): the pilots that lose no work first
+// (idle, or their task ends within Grace: they retire), then those that
+// lose least (cancelled: their attempt is killed). A later job's pilot in
+// the same pool moves to the earlier job instead (after its task: nothing
+// is killed). Retiring pilots of later jobs already count, for the
+// earliest jobs first. Only nodes whose window (as if the pilot were gone)
+// holds the earlier job's shortest pilot count; thesis pilots follow
+// Algorithm 1 only and give nothing.
 func (d *decider) fifo() {
 	if len(d.uncovered) == 0 {
 		return // submit stopped before it looked at the jobs (MaxPendingPilots)
@@ -186,24 +187,33 @@ func (d *decider) fifo() {
 		if j.TaskTime > 0 {
 			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
 		}
-		var mine []int
+		var pool, other []int // in the job's pool: they move
 		for _, pi := range cands {
 			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeIdx[d.st.Pilots[pi].Node]]], minTL) {
-				mine = append(mine, pi)
+				if d.poolOf[d.jobIdx[d.st.Pilots[pi].Job]] == d.poolOf[ji] {
+					pool = append(pool, pi)
+				} else {
+					other = append(other, pi)
+				}
 			}
 		}
-		if left <= 0 || len(mine) == 0 {
+		if left <= 0 || len(pool)+len(other) == 0 {
 			continue
 		}
-		slices.SortStableFunc(mine, d.freeOrder)
+		slices.SortStableFunc(pool, d.freeOrder)  // soonest free
+		slices.SortStableFunc(other, d.giveOrder) // least lost
+		mine := append(pool, other...)
 		for _, pi := range mine[:min(left, len(mine))] {
 			used[pi] = true
 			p := &d.st.Pilots[pi]
-			a := Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: j.ID,
-				Reason: fmt.Sprintf("%s, earlier, has %d tasks no pilot takes", j.ID, d.uncovered[ji])}
-			if d.poolOf[d.jobIdx[p.Job]] == d.poolOf[ji] {
-				a = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: j.ID, Node: p.Node,
-					Reason: fmt.Sprintf("%s, earlier in the pool, has %d tasks no pilot takes", j.ID, d.uncovered[ji])}
+			why := fmt.Sprintf("%s, earlier, has %d tasks no pilot takes", j.ID, d.uncovered[ji])
+			a := Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: j.ID, By: d.now, Reason: why}
+			switch {
+			case d.poolOf[d.jobIdx[p.Job]] == d.poolOf[ji]:
+				a = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: j.ID, Node: p.Node, Reason: why}
+			case !d.lossless(pi, d.nowPlus(d.cfg.Grace)):
+				a.Kind = CancelPilot
+				d.gone[pi] = true
 			}
 			d.emit(a)
 		}

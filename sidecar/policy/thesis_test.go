@@ -295,12 +295,13 @@ func TestDecideThesisPool(t *testing.T) {
 }
 
 // TestDecideFIFO: an earlier elastic job's tasks that no pilot takes get
-// the nodes of a later job's pilots: they retire (soonest free first, no
-// task killed), or, in the same pool, move to it after their task.
+// the nodes of a later job's pilots, as a pending regular job would: those
+// that lose no work first (they retire), then those that lose least
+// (cancelled); in the same pool they move to it after their task.
 func TestDecideFIFO(t *testing.T) {
 	l := []Pilot{
 		taskEnds(rpilot("l1", "late", "n1", time.Hour, never), 4*time.Minute),
-		taskEnds(rpilot("l2", "late", "n2", time.Hour, never), 2*time.Minute),
+		taskEnds(rpilot("l2", "late", "n2", time.Hour, never), 30*time.Second),
 		taskEnds(rpilot("l3", "late", "n3", time.Hour, never), 6*time.Minute),
 		taskEnds(rpilot("l4", "late", "n4", time.Hour, never), 8*time.Minute),
 	}
@@ -313,21 +314,23 @@ func TestDecideFIFO(t *testing.T) {
 		e.Owner, lt.Owner = owner, owner
 		return []ElasticJob{e, lt}
 	}
-	retireFor := func(pilot, node string) Action {
-		return Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: "late", Pilot: pilot, Node: node, Claimant: "early"}
+	giveTo := func(k ActionKind, pilot, node string) Action {
+		return Action{Kind: k, Cause: CauseGiveWay, Job: "late", Pilot: pilot, Node: node, Claimant: "early", By: now}
 	}
 	retiring := slices.Clone(l)
 	retiring[2].Retiring = true
 	runDecide(t, []decideCase{
-		{name: "later job's pilots retire for the earlier job's 2 tasks, soonest free first",
+		// l2's task ends within Grace: it retires; of the others l4's task
+		// started last (10m tasks ending in 8m: 2m in): cancelled.
+		{name: "later job's pilots give the earlier job's 2 tasks their nodes: lossless first, then least lost",
 			snap: s(l), st: State{Jobs: jobs("", Scavenger), Pilots: l},
-			want: []Action{retireFor("l2", "n2"), retireFor("l1", "n1")}},
-		{name: "same owner and mode (a pool): they move instead",
+			want: []Action{giveTo(RetirePilot, "l2", "n2"), giveTo(CancelPilot, "l4", "n4")}},
+		{name: "same owner and mode (a pool): the soonest free move instead, nothing is killed",
 			snap: s(l), st: State{Jobs: jobs("u", Scavenger), Pilots: l},
 			want: []Action{move("late", "l2", "n2", "early"), move("late", "l1", "n1", "early")}},
 		{name: "a later pilot already retiring counts",
 			snap: s(retiring), st: State{Jobs: jobs("", Scavenger), Pilots: retiring},
-			want: []Action{retireFor("l2", "n2")}},
+			want: []Action{giveTo(RetirePilot, "l2", "n2")}},
 		{name: "thesis pilots follow Algorithm 1 only",
 			snap: s(l), st: State{Jobs: jobs("", Thesis), Pilots: l}},
 	})
