@@ -40,12 +40,6 @@ func holdCase(r *rand.Rand) (*cluster.Snapshot, State, Config) {
 	if r.IntN(2) == 0 {
 		st.Jobs = append([]ElasticJob{ejob("fair", Fair, r.IntN(30), r.IntN(3), minute(5, 30), "b1")}, st.Jobs...)
 	}
-	if r.IntN(2) == 0 { // a pool: pilots move between scav and scav2
-		j := ejob("scav2", Scavenger, r.IntN(20), r.IntN(3), minute(5, 20))
-		j.Owner = "u"
-		st.Jobs = append(st.Jobs, j)
-		st.Jobs[len(st.Jobs)-2].Owner = "u"
-	}
 	// Running jobs.
 	for k := 0; len(free) > 2 && r.IntN(4) != 0; k++ {
 		var ns []string
@@ -116,7 +110,7 @@ func holdCase(r *rand.Rand) (*cluster.Snapshot, State, Config) {
 		}
 		s.Jobs = append(s.Jobs, j)
 	}
-	if st.Jobs[0].ID == "fair" && r.IntN(2) == 0 {
+	if len(st.Jobs) == 2 && r.IntN(2) == 0 {
 		s.Jobs = append(s.Jobs, pend2("b1", 1, "Priority", 1, minute(10, 100), never))
 	}
 	cfg := DefaultConfig()

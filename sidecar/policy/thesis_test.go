@@ -297,7 +297,7 @@ func TestDecideThesisPool(t *testing.T) {
 // TestDecideFIFO: an earlier elastic job's tasks that no pilot takes get
 // the nodes of a later job's pilots, as a pending regular job would: those
 // that lose no work first (they retire), then those that lose least
-// (cancelled); in the same pool they move to it after their task.
+// (cancelled).
 func TestDecideFIFO(t *testing.T) {
 	l := []Pilot{
 		taskEnds(rpilot("l1", "late", "n1", time.Hour, never), 4*time.Minute),
@@ -325,9 +325,9 @@ func TestDecideFIFO(t *testing.T) {
 		{name: "later job's pilots give the earlier job's 2 tasks their nodes: lossless first, then least lost",
 			snap: s(l), st: State{Jobs: jobs("", Scavenger), Pilots: l},
 			want: []Action{giveTo(RetirePilot, "l2", "n2"), giveTo(CancelPilot, "l4", "n4")}},
-		{name: "same owner and mode (a pool): the soonest free move instead, nothing is killed",
+		{name: "the same owner changes nothing",
 			snap: s(l), st: State{Jobs: jobs("u", Scavenger), Pilots: l},
-			want: []Action{move("late", "l2", "n2", "early"), move("late", "l1", "n1", "early")}},
+			want: []Action{giveTo(RetirePilot, "l2", "n2"), giveTo(CancelPilot, "l4", "n4")}},
 		{name: "a later pilot already retiring counts",
 			snap: s(retiring), st: State{Jobs: jobs("", Scavenger), Pilots: retiring},
 			want: []Action{giveTo(RetirePilot, "l2", "n2")}},

@@ -33,25 +33,6 @@ func elasticCfg(m ElasticMode) ElasticConfig {
 	return ElasticConfig{Mode: m, Sim: Config{Policy: SlurmLike, Estimates: KillAtLimit}}
 }
 
-func TestElasticThesisSmoke(t *testing.T) {
-	for _, n := range []int{1, 2} {
-		w := thesisList(t, n)
-		var base *ElasticResult
-		for _, m := range ElasticModes {
-			r, err := RunElastic(w, elasticCfg(m))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m == SlurmOnly {
-				base = r
-			}
-			x := ComputeMetrics(r)
-			c := Compare(base, r)
-			t.Logf("list %d %-9s nom %.3f eff %.3f he %.3f turn %v wait %v done %v pilots %d waste %v | cal %+v reg %+v gain %.3f", n, m, x.Nominal, x.Effective, x.HarvestEfficiency, x.MeanTurnaround.Round(time.Second), x.RegularMeanWait.Round(time.Second), x.AllDone, x.Pilots, x.Waste, c.CalibrationFinish, c.RegularStart, c.TurnaroundGain)
-		}
-	}
-}
-
 // checkElastic asserts the invariants every elastic run keeps: no node
 // holds two jobs at once, tasks run inside their holders, every task
 // completes exactly once, and completed task time equals the work.

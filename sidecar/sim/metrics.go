@@ -34,15 +34,18 @@ type Metrics struct {
 	Effective float64 `json:"effective"`
 	// HarvestEfficiency is the share of the node time not used by regular
 	// jobs, while elastic tasks were waiting, that ran completed tasks.
-	HarvestEfficiency float64         `json:"harvest_efficiency"`
-	Calibration       []CalTurnaround `json:"calibration"`
-	MeanTurnaround    time.Duration   `json:"mean_turnaround_ns"`
-	AllDone           bool            `json:"all_calibration_done"`
-	RegularJobs       int             `json:"regular_jobs"`
-	RegularMeanWait   time.Duration   `json:"regular_mean_wait_ns"`
-	RegularNodeTime   time.Duration   `json:"regular_node_time_ns"`
-	Pilots            int             `json:"pilots_started"`
-	PilotsSubmitted   int             `json:"pilots_submitted"`
+	HarvestEfficiency float64 `json:"harvest_efficiency"`
+	// Harvestable is its denominator: node time not used by regular jobs
+	// while elastic tasks were waiting.
+	Harvestable     time.Duration   `json:"harvestable_ns"`
+	Calibration     []CalTurnaround `json:"calibration"`
+	MeanTurnaround  time.Duration   `json:"mean_turnaround_ns"`
+	AllDone         bool            `json:"all_calibration_done"`
+	RegularJobs     int             `json:"regular_jobs"`
+	RegularMeanWait time.Duration   `json:"regular_mean_wait_ns"`
+	RegularNodeTime time.Duration   `json:"regular_node_time_ns"`
+	Pilots          int             `json:"pilots_started"`
+	PilotsSubmitted int             `json:"pilots_submitted"`
 	// Waste is the node time of killed task attempts.
 	Waste  time.Duration `json:"waste_ns"`
 	Rounds int           `json:"rounds"`
@@ -144,6 +147,7 @@ func ComputeMetrics(r *ElasticResult) Metrics {
 		m.Nominal, m.Effective = held/total, eff/total
 	}
 	m.HarvestEfficiency = 1
+	m.Harvestable = time.Duration(den * 1e9)
 	if den > 0 {
 		m.HarvestEfficiency = num / den
 	}
