@@ -151,3 +151,25 @@ func TestIssue3Targets(t *testing.T) {
 		})
 	}
 }
+
+func TestFiller(t *testing.T) {
+	m := time.Minute
+	for _, tc := range []struct {
+		lens []time.Duration
+		gap  time.Duration
+		want time.Duration
+	}{
+		{[]time.Duration{8 * m, 10 * m}, 7 * m, 0},
+		{[]time.Duration{8 * m, 10 * m}, 9 * m, 8 * m},
+		{[]time.Duration{8 * m, 10 * m}, 17 * m, 16 * m},
+		{[]time.Duration{8 * m, 10 * m}, 18 * m, 18 * m},
+		{[]time.Duration{8 * m, 10 * m}, 35 * m, 34 * m},
+		{[]time.Duration{10 * m}, 59 * m, 50 * m},
+		{[]time.Duration{m, 450 * time.Second}, 8*m + 59*time.Second, 8 * m},
+	} {
+		f := newFiller(tc.lens)
+		if got := f.fill(tc.gap); got != tc.want {
+			t.Errorf("fill(%v) with %v = %v, want %v", tc.gap, tc.lens, got, tc.want)
+		}
+	}
+}
