@@ -165,7 +165,7 @@ func TestFiller(t *testing.T) {
 		{[]time.Duration{8 * m, 10 * m}, 18 * m, 18 * m},
 		{[]time.Duration{8 * m, 10 * m}, 35 * m, 34 * m},
 		{[]time.Duration{10 * m}, 59 * m, 50 * m},
-		{[]time.Duration{m, 450 * time.Second}, 8*m + 59*time.Second, 8 * m},
+		{[]time.Duration{m, 450 * time.Second}, 8*m + 59*time.Second, 8*m + 30*time.Second},
 	} {
 		f := newFiller(tc.lens)
 		if got := f.fill(tc.gap); got != tc.want {
