@@ -140,7 +140,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	}
 	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
 	ckpt := sweep(cfg, sp, uid, id, log)
-	a := agent.New(job, work, agent.Options{
+	opts := agent.Options{
 		Shadow:    f.cmd == "shadow",
 		Pilot:     pilot,
 		Node:      nodeName(),
@@ -154,11 +154,27 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		Log:       log,
 
 		Checkpoint: ckpt,
-	})
-	if _, err := a.Run(ctx); err != nil {
-		return 1, err
 	}
-	return 0, nil
+	for {
+		a := agent.New(job, work, opts)
+		why, err := a.Run(ctx)
+		if err != nil {
+			return 1, err
+		}
+		if why != agent.EndMoved {
+			return 0, nil
+		}
+		// Moved to another job of the owner (a thesis pool).
+		if id, err = agent.MoveTarget(a.MovedTo(), uid, log); err != nil {
+			return 1, err
+		}
+		if job, err = agent.LoadJob(sp, uid, id, os.Getuid()); err != nil {
+			return 1, err
+		}
+		if work, err = sp.OpenWork(uid, id); err != nil {
+			return 1, err
+		}
+	}
 }
 
 // sweep expands the checkpoint settings for the job's owner and applies

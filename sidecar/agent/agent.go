@@ -62,6 +62,8 @@ type Agent struct {
 	retiring   bool
 	taken      int // tasks this agent took
 	notStarted int // consecutive attempts that could not be started
+
+	moveTo string // the job (<uid>.<id>) the daemon moved this pilot to (move.go)
 }
 
 // Why Run ended, for the log and the tests.
@@ -71,6 +73,7 @@ const (
 	EndNoWork   = "no work"      // shadow element: nothing to take at start
 	EndNoTime   = "no time"      // no task fits before the allocation's end
 	EndRetired  = "retired"      // the daemon asked this pilot to retire
+	EndMoved    = "moved"        // the daemon moved this pilot to another job of the owner: MovedTo
 	EndStopped  = "stopped"      // the daemon stopped the job
 	EndSignaled = "terminated"   // SIGTERM (ctx cancelled)
 	EndFailed   = "agent failed" // the spool or the script failed under the agent
@@ -149,8 +152,13 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 		if err != nil {
 			log.Warn("reading the control file", "err", err)
 		}
+		a.noteMove(c)
 		if c.Stop {
-			return a.stopAll(EndStopped), nil
+			why := a.stopAll(EndStopped)
+			if a.moveTo != "" {
+				return EndMoved, nil
+			}
+			return why, nil
 		}
 		if !a.retiring && a.opt.Pilot != "" && slices.Contains(c.Retire, a.opt.Pilot) {
 			log.Info("retiring: finishing the running tasks, taking no more", "running", len(a.running))
@@ -165,6 +173,9 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			}
 		}
 		if len(a.running) == 0 && a.writing.Load() == 0 {
+			if a.moveTo != "" {
+				return a.end(EndMoved), nil
+			}
 			if a.retiring {
 				return a.end(EndRetired), nil
 			}

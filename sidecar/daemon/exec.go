@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,7 @@ type Executor struct {
 
 	books  map[string]*book // by record name: the journal's meaning, built once
 	misses int              // consecutive pending-pilot timeouts (policy.State)
+	moved  map[string]bool  // pilots whose move this daemon completed (move.go)
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -158,6 +160,8 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	var pst policy.State
 	pst.PendingMisses = x.misses
 	changed := map[string]bool{}
+	x.completeMoves(names)
+	allBusy := map[string]time.Time{} // a moved pilot runs its old job's last task
 	for _, n := range names {
 		r := x.in.known[n]
 		if x.needsEnd(r) {
@@ -191,6 +195,9 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			}
 		}
 		c, l, running, busy := x.work(now, r, b, snap, jobs)
+		for p, end := range busy {
+			allBusy[p] = end
+		}
 		st.Committed += c
 		st.Lost += l
 		if c+l > 0 {
@@ -246,12 +253,13 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			mode = x.opt.DefaultMode
 		}
 		ej := policy.ElasticJob{ID: n, Mode: mode, Submit: r.Submitted, TasksPending: counts.Pending,
-			TasksRunning: running, TaskTime: b.taskTime(r.Entry)}
+			TasksRunning: running, TaskTime: b.taskTime(r.Entry), Owner: strconv.Itoa(r.UID)}
 		if mode == policy.Fair && r.Shadow != "" {
 			ej.BaseJobIDs = []string{r.Shadow}
 		}
 		pst.Jobs = append(pst.Jobs, ej)
 	}
+	markBusy(pst.Pilots, allBusy)
 	// FIFO among elastic jobs.
 	sort.SliceStable(pst.Jobs, func(i, j int) bool { return pst.Jobs[i].Submit.Before(pst.Jobs[j].Submit) })
 
@@ -325,6 +333,12 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			}
 			changed[a.Job] = true
 			st.Retired++
+		case policy.MovePilot:
+			if err := x.movePilot(a); err != nil {
+				x.log.Warn("moving a pilot", "pilot", a.Pilot, "from", a.Job, "to", a.To, "err", err)
+				continue
+			}
+			x.log.Info("pilot moved", "pilot", a.Pilot, "from", a.Job, "to", a.To)
 		case policy.CancelBase:
 			if err := x.act.CancelPending(ctx, a.Base); err != nil {
 				x.log.Warn("cancelling pending shadow elements", "job", a.Base, "err", err)
@@ -563,6 +577,7 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 			p = &r.PilotJobs[i]
 		}
 	}
+	p = x.movedCopy(p)
 	if p != nil && p.Cancelled {
 		if p.Cause == causeJobEnded {
 			return spool.ReasonCancelled
@@ -632,8 +647,12 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 			}
 			continue
 		}
+		if p.MovedTo != "" {
+			continue // the record it moved to shows it
+		}
 		taskEnd, isBusy := busy[p.ID]
-		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd}
+		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd,
+			Leaving: p.Cancelled}
 		if j.Holds() {
 			pp.State, pp.Start, pp.End = policy.PilotRunning, j.Start, j.End
 			if len(j.Nodes) > 0 {
@@ -694,7 +713,7 @@ func (x *Executor) needsEnd(r *spool.Record) bool {
 }
 
 func livePilots(r *spool.Record) bool {
-	return slices.ContainsFunc(r.PilotJobs, func(p spool.PilotJob) bool { return p.Ended.IsZero() })
+	return slices.ContainsFunc(r.PilotJobs, func(p spool.PilotJob) bool { return p.Ended.IsZero() && p.MovedTo == "" })
 }
 
 // finish does what is left of an ended job; it reports whether the
@@ -724,7 +743,7 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		}
 		// Idle pilots of a finished job leave by themselves; pending ones
 		// and those of a cancelled job are cancelled.
-		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && !p.Cancelled {
+		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && !p.Cancelled && p.MovedTo == "" {
 			p.Cancelled, p.Cause, changed = true, causeJobEnded, true
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
@@ -749,14 +768,15 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 	return released
 }
 
-// putControl writes the job's control file: the retiring pilots, and
-// stop once the job ended.
+// putControl writes the job's control file: the retiring pilots, the
+// pilots moved to another job, and stop once the job ended.
 func (x *Executor) putControl(r *spool.Record, stop bool) error {
 	c := spool.Control{Stop: stop}
 	for _, p := range r.PilotJobs {
 		if p.Retiring && p.Ended.IsZero() {
 			c.Retire = append(c.Retire, p.ID)
 		}
+		addMove(&c, p)
 	}
 	return x.records.PutControl(r, c)
 }

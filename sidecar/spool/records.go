@@ -94,6 +94,11 @@ type PilotJob struct {
 	Cancelled bool          `json:"cancelled,omitempty"` // glean cancelled it (give-way, timeout, no work)
 	Cause     string        `json:"cause,omitempty"`
 	Ended     time.Time     `json:"ended,omitzero"` // gone from squeue
+	// MovedTo: the pilot serves this record now (a job of the same owner,
+	// policy.MovePilot); that record holds it too and acts on it. This
+	// record keeps the entry, for its agent's control file, until the
+	// pilot ends.
+	MovedTo string `json:"moved_to,omitempty"`
 }
 
 // Counts are a job's tasks by state.

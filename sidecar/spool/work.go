@@ -154,6 +154,10 @@ type Control struct {
 	Version int      `json:"version"`
 	Retire  []string `json:"retire,omitempty"` // pilots to finish their task and take no more
 	Stop    bool     `json:"stop,omitempty"`   // the job ended or was cancelled: stop every task now
+	// Move: pilots that serve another job of the same owner from now on
+	// (pilot id -> that job's record name, <uid>.<id>): finish the running
+	// tasks, take no more of this job's, then take the other's.
+	Move map[string]string `json:"move,omitempty"`
 }
 
 // TaskIndices lists a job's array indices in order (a job without an array

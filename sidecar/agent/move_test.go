@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// A pilot the daemon moves to another job of its owner finishes its running
+// task, takes no more of this job's, and Run returns EndMoved with the job.
+func TestMove(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+touch "$DIR/started.$SLURM_ARRAY_TASK_ID"
+while [ ! -e "$DIR/go" ]; do sleep 0.01; done
+`
+	f := newFixture(t, 5, script, []string{"DIR=" + dir}, nil)
+	a := f.agent("9", 1, nil)
+	wait := runAgent(t, context.Background(), a)
+	waitFor(t, "task 0 started", func() bool { _, err := os.Stat(filepath.Join(dir, "started.0")); return err == nil })
+	to := spool.RecordName(os.Getuid(), "0190aabbccdd-abcdef01")
+	if err := f.recs.PutControl(f.rec, spool.Control{Move: map[string]string{"5": "other", "9": to}}); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	w := f.work()
+	waitFor(t, "a heartbeat after the move", func() bool {
+		st, err := os.Stat(w.LeasePath(0))
+		return err == nil && st.ModTime().After(written)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := wait(); why != EndMoved || a.MovedTo() != to {
+		t.Errorf("ended %q moved to %q, want %q to %q", why, a.MovedTo(), EndMoved, to)
+	}
+	if res := f.results(); len(res) != 1 || res[0].Task != 0 || res[0].Outcome != spool.OutcomeExited {
+		t.Errorf("results %+v, want task 0 only", res)
+	}
+}
+
+func TestMoveTarget(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	id := "0190aabbccdd-abcdef01"
+	for _, tc := range []struct {
+		to     string
+		uid    int
+		wantOK bool
+	}{
+		{"1000." + id, 1000, true},
+		{"1001." + id, 1000, false}, // another user's job: never
+		{"1000.../etc", 1000, false},
+		{"", 1000, false},
+	} {
+		got, err := MoveTarget(tc.to, tc.uid, log)
+		if (err == nil) != tc.wantOK || tc.wantOK && got != id {
+			t.Errorf("MoveTarget(%q, %d) = %q, %v", tc.to, tc.uid, got, err)
+		}
+	}
+}
