@@ -69,6 +69,8 @@ type Options struct {
 	// NoWatch runs gleand with fsnotify off (periodic rescan only), as on
 	// a shared filesystem where inotify sees nothing other hosts write.
 	NoWatch bool
+	// AllowThesis sets policy.allow_thesis (mode=thesis is admin-only).
+	AllowThesis bool
 }
 
 // RepoRoot is the checkout's top directory.
@@ -148,6 +150,9 @@ func New(c *slurmtest.Cluster, opt Options) (*Env, error) {
 	margin := ""
 	if opt.Margin != "" {
 		margin = fmt.Sprintf("margin = %q\n", opt.Margin)
+	}
+	if opt.AllowThesis {
+		margin += "allow_thesis = true\n"
 	}
 	text := fmt.Sprintf(`[slurm]
 timeout = "30s"
