@@ -199,17 +199,18 @@ func (a Action) String() string {
 // they could start now); a pending array as one line with ArrayTasks;
 // glean's pilots as ordinary lines, recognised only by State.Pilots' IDs.
 func Decide(s *cluster.Snapshot, st State, cfg Config, now time.Time) []Action {
-	acts, _ := DecideHold(s, st, cfg, now)
+	acts, _ := decide(s, st, cfg, now, false)
 	return acts
 }
 
 // decider holds one round's derived view. Nodes are indices into s.Nodes,
 // pilots indices into st.Pilots, elastic jobs indices into st.Jobs.
 type decider struct {
-	s   *cluster.Snapshot
-	st  State
-	cfg Config
-	now time.Time
+	s     *cluster.Snapshot
+	st    State
+	cfg   Config
+	now   time.Time
+	nowNs int64
 
 	jobIdx   map[string]int // elastic job id -> index
 	baseOf   map[string]int // base job id -> elastic job index
@@ -246,12 +247,12 @@ type decider struct {
 	thesisWhy   string
 	partMember  map[string][]bool
 
-	h          *tracker // when the decision may change (DecideHold)
+	h          *tracker // when the decision may change (DecideHold; nil: not tracked)
 	pilotOrder *tracker // what ordering the pilots' nodes read (rulePass)
 }
 
-func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decider {
-	d := &decider{s: s, st: st, cfg: cfg, now: now,
+func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool) *decider {
+	d := &decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now),
 		jobIdx:   make(map[string]int, len(st.Jobs)),
 		baseOf:   map[string]int{},
 		pilotIdx: make(map[string]int, len(st.Pilots)),
@@ -259,7 +260,9 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 		gone:     make([]bool, len(st.Pilots)),
 		nodeIdx:  make(map[string]int, len(s.Nodes)),
 		started:  map[string]bool{},
-		h:        &tracker{now: now},
+	}
+	if track {
+		d.h = newTracker(now)
 	}
 	for i, j := range st.Jobs {
 		if _, dup := d.jobIdx[j.ID]; !dup {
@@ -425,7 +428,7 @@ func (d *decider) lossless(pi int, t mtime) bool {
 	if p.State != PilotRunning || !p.Busy {
 		return p.State == PilotRunning
 	}
-	d.h.taskEnds = true
+	d.h.readTaskEnds()
 	if p.TaskEnd.IsZero() {
 		return false
 	}

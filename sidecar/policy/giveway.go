@@ -79,7 +79,7 @@ func (d *decider) giveWay() {
 	for _, pi := range pis {
 		p := &d.st.Pilots[pi]
 		n := needs[pi]
-		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by.t}
+		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: n.who, By: d.timeOf(n.by.t)}
 		// Far off, or the pilot's task ends by the need anyway: retire.
 		if d.cmpM(n.by, d.nowPlus(d.cfg.RetireHorizon)) > 0 || p.Busy && !d.lossless(pi, d.nowPlus(d.cfg.Grace)) && d.lossless(pi, n.by) {
 			if p.Retiring {
@@ -90,7 +90,7 @@ func (d *decider) giveWay() {
 		} else {
 			d.gone[pi] = true
 		}
-		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(n.by.t.Sub(d.now)))
+		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(time.Duration(n.by.t-d.nowNs)))
 		d.emit(a)
 	}
 }
@@ -158,25 +158,25 @@ func (d *decider) gives(pi, owner int) bool {
 func (d *decider) avail(i, owner int) (mtime, bool) {
 	n := &d.s.Nodes[i]
 	if !n.State.Usable() {
-		return mtime{}, false
+		return neverM, false
 	}
 	t := d.nowPlus(0)
 	pi := d.pilotOn[i] // a pilot leaving this round counts as gone
 	switch {
 	case d.held[i]:
 		if d.heldNever[i] {
-			return mtime{}, false
+			return neverM, false
 		}
 		if d.cmpM(fixed(d.heldEnd[i]), t) > 0 {
 			t = fixed(d.heldEnd[i])
 		}
 	case pi < 0 && n.State != cluster.NodeIdle && n.State != cluster.NodePlanned:
-		return mtime{}, false // busy with nothing we can see
+		return neverM, false // busy with nothing we can see
 	}
 	if pi >= 0 && !d.gone[pi] && !d.gives(pi, owner) {
 		e := d.st.Pilots[pi].End
 		if e.IsZero() {
-			return mtime{}, false
+			return neverM, false
 		}
 		if d.cmpM(fixed(e), t) > 0 {
 			t = fixed(e)
@@ -259,7 +259,9 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	// would get least of), then pilots' nodes in cancel order. The order
 	// among the pilots matters only if a claimant takes a pilot's node
 	// (startNow): until then what it read is kept aside in d.pilotOrder.
-	d.pilotOrder = &tracker{now: d.now}
+	if d.h != nil {
+		d.pilotOrder = newTracker(d.now)
+	}
 	slices.SortFunc(ps.all, func(a, b int) int {
 		pa, pb := d.giver(a), d.giver(b)
 		switch {
@@ -363,10 +365,10 @@ func (d *decider) fits(c rankClaim, r int, end mtime) bool {
 		return true
 	case c.rank >= 0 && d.startedRank[c.rank]:
 		return true
-	case end.t.IsZero(): // never ends
+	case end.never(): // never ends
 		return false
 	}
-	return d.cmpM(end, mtime{t: time.Unix(0, c.until), mv: c.mv}) <= 0
+	return d.cmpM(end, mtime{t: c.until, mv: c.mv}) <= 0
 }
 
 // rankClaim is a reservation: its start in Unix nanoseconds (0: none) and
@@ -422,7 +424,7 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 					return
 				}
 				qe := d.maxM(fixed(w.Until), d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
-				if qe.t.IsZero() {
+				if qe.never() {
 					return
 				}
 				a = d.maxM(a, qe)
@@ -435,8 +437,8 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 	}
 	for _, name := range j.SchedNodes {
 		i := d.nodeIdx[name]
-		if c := &d.eClaim[i]; c.until == 0 || d.cmpM(t, mtime{t: time.Unix(0, c.until), mv: c.mv}) < 0 {
-			*c = rankClaim{until: t.t.UnixNano(), rank: r, mv: t.mv}
+		if c := &d.eClaim[i]; c.until == 0 || d.cmpM(t, mtime{t: c.until, mv: c.mv}) < 0 {
+			*c = rankClaim{until: t.t, rank: r, mv: t.mv}
 		}
 		if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
 			if e := d.st.Pilots[pi].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
@@ -485,7 +487,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 			if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
 				sl.inWay = pi
 				if e := d.st.Pilots[pi].End; e.IsZero() {
-					sl.with = mtime{}
+					sl.with = neverM
 				} else {
 					sl.with = d.maxM(a, fixed(e))
 				}
@@ -505,7 +507,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 		// With the pilots: the need-th earliest, never-ending last.
 		withs = withs[:0]
 		for _, s := range slots {
-			if !s.with.t.IsZero() {
+			if !s.with.never() {
 				withs = append(withs, s.with)
 			}
 		}
