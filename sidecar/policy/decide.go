@@ -258,7 +258,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		pilotIdx: make(map[string]int, len(st.Pilots)),
 		exclude:  make(map[string]bool, len(st.Pilots)),
 		gone:     make([]bool, len(st.Pilots)),
-		nodeIdx:  make(map[string]int, len(s.Nodes)),
+		nodeIdx:  nodeIndex(s),
 		started:  map[string]bool{},
 	}
 	if track {
@@ -277,11 +277,6 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		d.exclude[p.ID] = true
 	}
 	n := len(s.Nodes)
-	for i := range s.Nodes {
-		if _, dup := d.nodeIdx[s.Nodes[i].Name]; !dup {
-			d.nodeIdx[s.Nodes[i].Name] = i
-		}
-	}
 	d.pilotOn = make([]int, n)
 	for i := range d.pilotOn {
 		d.pilotOn[i] = -1
@@ -349,7 +344,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 
-	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h)
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, d.nodeIdx)
 	if err == nil {
 		d.win, d.winOK = w, true
 		d.wAt = make([]int, n)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,6 +193,13 @@ type pool struct {
 	nodes []int
 	left  int
 	parts []string
+	// blocked: every node not taken is behind a window claim that blocks
+	// the jobs ranked from blockedFrom on, the latest starting at
+	// blockedMax. It stays so for the lower jobs (a claim's blocking
+	// is final once its job's turn is past, and nodes are only taken).
+	blocked     bool
+	blockedMax  int64
+	blockedFrom int
 }
 
 // pools caches a pool per partition list.
@@ -305,6 +313,9 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 	owner := d.owner(j)
 	end := d.nowPlus(0).add(d.timeLimit(j)) // zero: never
 	soon := !j.Start.IsZero() && d.cmpM(fixed(j.Start), d.nowPlus(d.cfg.Grace)) <= 0
+	if !d.anyWindowFit(p, r, end) {
+		return chosen // no node passes fitsClaim: the scan would note nothing
+	}
 	for range arrayCount(j.ArrayTasks, p.left) {
 		if p.left < need {
 			break
@@ -361,14 +372,50 @@ func (d *decider) fitsClaim(i, r int, end mtime) bool {
 
 func (d *decider) fits(c rankClaim, r int, end mtime) bool {
 	switch {
-	case c.until == 0, c.rank >= r: // none, its own, or a lower job's
-		return true
-	case c.rank >= 0 && d.startedRank[c.rank]:
+	case !d.blocks(c, r):
 		return true
 	case end.never(): // never ends
 		return false
 	}
 	return d.cmpM(end, mtime{t: c.until, mv: c.mv}) <= 0
+}
+
+// blocks reports whether reservation c holds back the job of rank r: it
+// is a higher job's (or an unknown one's) that does not start now.
+func (d *decider) blocks(c rankClaim, r int) bool {
+	switch {
+	case c.until == 0, c.rank >= r: // none, its own, or a lower job's
+		return false
+	case c.rank >= 0 && d.startedRank[c.rank]:
+		return false
+	}
+	return true
+}
+
+// anyWindowFit reports whether some node of p not taken yet passes the
+// window-claim half of fitsClaim for the job of rank r ending at end. When
+// none does, startNow's scan would take nothing, and note nothing either:
+// a comparison that fails has its turn (the claim minus the job's limit)
+// behind now. This is the common case on a busy machine (every free node
+// behind a higher job's reservation), where the scan of every pending job
+// over the whole pool was most of a decision.
+func (d *decider) anyWindowFit(p *pool, r int, end mtime) bool {
+	if p.blocked && r >= p.blockedFrom {
+		return !end.never() && end.t <= p.blockedMax
+	}
+	latest := int64(math.MinInt64)
+	for _, i := range p.nodes {
+		if d.consumed[i] {
+			continue
+		}
+		c := d.wClaim[i]
+		if !d.blocks(c, r) {
+			return true
+		}
+		latest = max(latest, c.until)
+	}
+	p.blocked, p.blockedMax, p.blockedFrom = true, latest, r
+	return !end.never() && end.t <= latest
 }
 
 // rankClaim is a reservation: its start in Unix nanoseconds (0: none) and

@@ -78,14 +78,51 @@ type Windows struct {
 // Advanced reservations are not in the snapshot: a node already in one is
 // unusable, a future one is not seen.
 func BackfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions) (Windows, error) {
-	return backfillWindows(s, now, opt, nil)
+	return backfillWindows(s, now, opt, nil, nil)
+}
+
+// nodeIndex maps node names to their first index in s.Nodes.
+func nodeIndex(s *cluster.Snapshot) map[string]int {
+	idx := make(map[string]int, len(s.Nodes))
+	for i := range s.Nodes {
+		if _, dup := idx[s.Nodes[i].Name]; !dup {
+			idx[s.Nodes[i].Name] = i
+		}
+	}
+	return idx
+}
+
+// naturalRanks numbers the nodes of s in naturalCompare order, equal names
+// equal: comparing ranks gives what comparing names does, for less. Nodes
+// are listed in that order almost always (sinfo sorts them), which costs
+// one pass to check.
+func naturalRanks(s *cluster.Snapshot) []int {
+	n := len(s.Nodes)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	byName := func(a, b int) int { return naturalCompare(s.Nodes[a].Name, s.Nodes[b].Name) }
+	if !slices.IsSortedFunc(order, byName) {
+		slices.SortStableFunc(order, byName)
+	}
+	rank := make([]int, n)
+	for k, i := range order {
+		rank[i] = k
+		if k > 0 && byName(order[k-1], i) == 0 {
+			rank[i] = rank[order[k-1]]
+		}
+	}
+	return rank
 }
 
 // backfillWindows is BackfillWindows noting in h when the windows' shape
 // may change with the clock (claims start, holders end, the EASY shadow
 // moves); a nil h notes nothing. FreeAt is not tracked: Decide does not
 // read it.
-func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker) (Windows, error) {
+//
+// idx is nodeIndex(s), if the caller has it; nil: built here.
+func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, idx map[string]int) (Windows, error) {
 	if s == nil {
 		return Windows{}, errors.New("policy: nil snapshot")
 	}
@@ -98,12 +135,10 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		horizon = cluster.Unlimited
 	}
 
-	c := calc{s: s, now: now, idx: make(map[string]int, len(s.Nodes)), h: h}
-	for i := range s.Nodes {
-		if _, dup := c.idx[s.Nodes[i].Name]; !dup {
-			c.idx[s.Nodes[i].Name] = i
-		}
+	if idx == nil {
+		idx = nodeIndex(s)
 	}
+	c := calc{s: s, now: now, idx: idx, h: h}
 	c.nodes = make([]nodeCalc, len(s.Nodes))
 	c.stamp = make([]int, len(s.Nodes))
 	candidates := c.scanJobs(opt.Exclude)
@@ -164,6 +199,7 @@ type calc struct {
 	stamp []int // scratch for de-duplicating node sets
 	gen   int
 	h     *tracker
+	rank  []int // naturalRanks, once needed
 }
 
 // scanJobs records holders and Slurm's reservations on every node, and
@@ -295,6 +331,7 @@ func (c *calc) freeAt(i int) time.Time {
 type shadowNode struct {
 	i       int
 	t       time.Time
+	tNs     int64 // t, to sort by
 	ours    bool
 	freeNow bool
 }
@@ -380,10 +417,14 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			sn.t = n.endMax
 			c.h.flip(n.endMax) // then it counts as free now
 		}
+		sn.tNs = ns(sn.t)
 		l.nodes = append(l.nodes, sn)
 	}
+	if c.rank == nil {
+		c.rank = naturalRanks(c.s)
+	}
 	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
-		if r := a.t.Compare(b.t); r != 0 {
+		if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
 			return r
 		}
 		if a.ours != b.ours {
@@ -398,7 +439,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			}
 			return 1
 		}
-		return naturalCompare(c.s.Nodes[a.i].Name, c.s.Nodes[b.i].Name)
+		return cmp.Compare(c.rank[a.i], c.rank[b.i]) // naturalCompare of the names
 	})
 	return l
 }
