@@ -247,20 +247,23 @@ type decider struct {
 	thesisWhy   string
 	partMember  map[string][]bool
 
+	sc         *scratch // where the slices and maps above live
 	h          *tracker // when the decision may change (DecideHold; nil: not tracked)
 	pilotOrder *tracker // what ordering the pilots' nodes read (rulePass)
 }
 
-func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool) *decider {
-	d := &decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now),
-		jobIdx:   make(map[string]int, len(st.Jobs)),
-		baseOf:   map[string]int{},
-		pilotIdx: make(map[string]int, len(st.Pilots)),
-		exclude:  make(map[string]bool, len(st.Pilots)),
-		gone:     make([]bool, len(st.Pilots)),
-		nodeIdx:  nodeIndex(s),
-		started:  map[string]bool{},
+func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool, sc *scratch) *decider {
+	if sc == nil {
+		sc = new(scratch)
 	}
+	d := &decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
+	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
+	sc.exclude, sc.started = reuseMap(sc.exclude), reuseMap(sc.started)
+	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started
+	sc.gone = reuse(sc.gone, len(st.Pilots))
+	d.gone = sc.gone
+	sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
+	d.nodeIdx = sc.nodeIdx
 	if track {
 		d.h = newTracker(now)
 	}
@@ -277,19 +280,20 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		d.exclude[p.ID] = true
 	}
 	n := len(s.Nodes)
-	d.pilotOn = make([]int, n)
+	sc.pilotOn = reuse(sc.pilotOn, n)
+	d.pilotOn = sc.pilotOn
 	for i := range d.pilotOn {
 		d.pilotOn[i] = -1
 	}
-	d.targeted = make([]bool, n)
-	d.held = make([]bool, n)
-	d.heldEnd = make([]time.Time, n)
-	d.heldNever = make([]bool, n)
-	d.consumed = make([]bool, n)
+	sc.targeted, sc.held, sc.heldNever, sc.consumed = reuse(sc.targeted, n), reuse(sc.held, n), reuse(sc.heldNever, n), reuse(sc.consumed, n)
+	sc.heldEnd = reuse(sc.heldEnd, n)
+	d.pend = sc.pend[:0]
+	d.targeted, d.held, d.heldEnd, d.heldNever, d.consumed = sc.targeted, sc.held, sc.heldEnd, sc.heldNever, sc.consumed
 
 	// Pilots' nodes: glean's record first, the snapshot fills gaps. The
 	// slice is cloned so that filling never writes into the caller's.
-	d.st.Pilots = slices.Clone(st.Pilots)
+	sc.pilots = append(sc.pilots[:0], st.Pilots...)
+	d.st.Pilots = sc.pilots
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
@@ -337,17 +341,20 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 
 	slices.SortStableFunc(d.pend, func(a, b int) int { return cmp.Compare(s.Jobs[b].Priority, s.Jobs[a].Priority) })
-	d.pendRank = make(map[string]int, len(d.pend))
+	sc.pend = d.pend
+	sc.pendRank = reuseMap(sc.pendRank)
+	d.pendRank = sc.pendRank
 	for r, k := range d.pend {
 		if _, dup := d.pendRank[s.Jobs[k].ID]; !dup {
 			d.pendRank[s.Jobs[k].ID] = r
 		}
 	}
 
-	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, d.nodeIdx)
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, d.nodeIdx, sc)
 	if err == nil {
 		d.win, d.winOK = w, true
-		d.wAt = make([]int, n)
+		sc.wAt = reuse(sc.wAt, n)
+		d.wAt = sc.wAt
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}

@@ -239,9 +239,9 @@ func (ps *pools) take(i int) {
 // rulePass runs rules A and B over the pending jobs by priority.
 func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	ps := &pools{d: d, byKey: map[string]*pool{}}
-	d.wClaim = make([]rankClaim, len(d.s.Nodes))
-	d.eClaim = make([]rankClaim, len(d.s.Nodes))
-	d.startedRank = make([]bool, len(d.pend))
+	d.sc.wClaim, d.sc.eClaim = reuse(d.sc.wClaim, len(d.s.Nodes)), reuse(d.sc.eClaim, len(d.s.Nodes))
+	d.sc.startedRank = reuse(d.sc.startedRank, len(d.pend))
+	d.wClaim, d.eClaim, d.startedRank = d.sc.wClaim, d.sc.eClaim, d.sc.startedRank
 	for i := range d.s.Nodes {
 		wi := d.wAt[i]
 		if wi < 0 || d.held[i] || !d.s.Nodes[i].State.Usable() {

@@ -43,7 +43,9 @@ func decide(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool
 	if s == nil || cfg.Validate() != nil {
 		return nil, Hold{}
 	}
-	d := newDecider(s, st, cfg, now, track)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	d := newDecider(s, st, cfg, now, track, sc)
 	d.timeouts()
 	d.noWork()
 	d.baseCancels()

@@ -78,12 +78,16 @@ type Windows struct {
 // Advanced reservations are not in the snapshot: a node already in one is
 // unusable, a future one is not seen.
 func BackfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions) (Windows, error) {
-	return backfillWindows(s, now, opt, nil, nil)
+	return backfillWindows(s, now, opt, nil, nil, nil)
 }
 
 // nodeIndex maps node names to their first index in s.Nodes.
 func nodeIndex(s *cluster.Snapshot) map[string]int {
-	idx := make(map[string]int, len(s.Nodes))
+	return nodeIndexInto(make(map[string]int, len(s.Nodes)), s)
+}
+
+// nodeIndexInto is nodeIndex into an empty map.
+func nodeIndexInto(idx map[string]int, s *cluster.Snapshot) map[string]int {
 	for i := range s.Nodes {
 		if _, dup := idx[s.Nodes[i].Name]; !dup {
 			idx[s.Nodes[i].Name] = i
@@ -121,8 +125,9 @@ func naturalRanks(s *cluster.Snapshot) []int {
 // moves); a nil h notes nothing. FreeAt is not tracked: Decide does not
 // read it.
 //
-// idx is nodeIndex(s), if the caller has it; nil: built here.
-func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, idx map[string]int) (Windows, error) {
+// idx is nodeIndex(s), if the caller has it; nil: built here. With a
+// scratch, the result lives in it (Decide's); nil: allocated.
+func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, idx map[string]int, sc *scratch) (Windows, error) {
 	if s == nil {
 		return Windows{}, errors.New("policy: nil snapshot")
 	}
@@ -139,18 +144,20 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		idx = nodeIndex(s)
 	}
 	c := calc{s: s, now: now, idx: idx, h: h}
-	c.nodes = make([]nodeCalc, len(s.Nodes))
-	c.stamp = make([]int, len(s.Nodes))
+	if sc == nil {
+		sc = new(scratch)
+	}
+	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
+	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
 	candidates := c.scanJobs(opt.Exclude)
 
 	ours, missing := c.partitionNodes(part.Name)
-	c.ours = make([]bool, len(s.Nodes))
 	for _, i := range ours {
 		c.ours[i] = true
 	}
 	c.shadow(candidates)
 
-	out := Windows{Now: now, Partition: part.Name, Nodes: make([]NodeWindow, 0, len(ours)+len(missing))}
+	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
 	for _, i := range ours {
 		out.Nodes = append(out.Nodes, c.window(i, part.Up, horizon))
 	}
@@ -159,6 +166,7 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
 	out.Windows = summarize(out.Nodes)
+	sc.windows = out.Nodes
 	return out, nil
 }
 
@@ -200,6 +208,7 @@ type calc struct {
 	gen   int
 	h     *tracker
 	rank  []int // naturalRanks, once needed
+	sc    *scratch
 }
 
 // scanJobs records holders and Slurm's reservations on every node, and
@@ -354,6 +363,13 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 	}
 	slices.SortStableFunc(candidates, func(a, b *cluster.Job) int { return cmp.Compare(b.Priority, a.Priority) })
 	lists := map[string]*shadowList{}
+	defer func() { // the largest list's memory goes back to the scratch
+		for _, l := range lists {
+			if cap(l.nodes) > cap(c.sc.shadow) {
+				c.sc.shadow = l.nodes
+			}
+		}
+	}()
 	for _, j := range candidates {
 		l, ok := lists[j.Partition]
 		if !ok {
@@ -402,6 +418,9 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	// De-duplicate across partitions.
 	c.gen++
 	l := &shadowList{}
+	if c.sc.shadow != nil {
+		l.nodes, c.sc.shadow = c.sc.shadow[:0], nil // one list at a time uses it
+	}
 	for _, i := range idx {
 		if c.stamp[i] == c.gen {
 			continue
