@@ -221,6 +221,7 @@ type decider struct {
 	timedOut bool
 
 	nodeIdx map[string]int
+	names   nodeNames // nodeIdx, faster
 	win     Windows
 	winOK   bool
 	wAt     []int // node -> index in win.Nodes; -1 outside the pilot partition
@@ -264,6 +265,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d.gone = sc.gone
 	sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
 	d.nodeIdx = sc.nodeIdx
+	d.names = newNodeNames(s, d.nodeIdx)
 	if track {
 		d.h = newTracker(now)
 	}
@@ -315,7 +317,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			continue
 		}
 		for _, name := range j.Nodes {
-			i, ok := d.nodeIdx[name]
+			i, ok := d.names.get(name)
 			if !ok {
 				continue
 			}
@@ -329,7 +331,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 	for pi, p := range d.st.Pilots {
-		i, ok := d.nodeIdx[p.Node]
+		i, ok := d.names.get(p.Node)
 		switch {
 		case p.State == PilotRunning && ok:
 			d.pilotOn[i] = pi
@@ -350,7 +352,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 
-	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, d.nodeIdx, sc)
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, &d.names, sc)
 	if err == nil {
 		d.win, d.winOK = w, true
 		sc.wAt = reuse(sc.wAt, n)
@@ -359,7 +361,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			d.wAt[i] = -1
 		}
 		for wi := range w.Nodes {
-			if i, ok := d.nodeIdx[w.Nodes[wi].Node]; ok {
+			if i, ok := d.names.get(w.Nodes[wi].Node); ok {
 				d.wAt[i] = wi
 			}
 		}
@@ -563,8 +565,8 @@ func (d *decider) member(name string) []bool {
 	}
 	m := make([]bool, len(d.s.Nodes))
 	if p := d.s.Partition(name); p != nil {
-		for _, n := range p.Nodes {
-			if i, ok := d.nodeIdx[n]; ok {
+		for k, n := range p.Nodes {
+			if i, ok := nodeAt(d.s, d.nodeIdx, k, n); ok {
 				m[i] = true
 			}
 		}

@@ -441,9 +441,19 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		return
 	}
 	owner := d.owner(j)
-	behind := false
+	// The plan's nodes as indices (-1: not in the snapshot), looked up once.
+	idx := d.sc.sched[:0]
 	for _, name := range j.SchedNodes {
-		if i, ok := d.nodeIdx[name]; ok && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {
+		i, ok := d.names.get(name)
+		if !ok {
+			i = -1
+		}
+		idx = append(idx, i)
+	}
+	d.sc.sched = idx
+	behind := false
+	for _, i := range idx {
+		if i >= 0 && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {
 			behind = true
 			break
 		}
@@ -452,9 +462,8 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		return
 	}
 	t := d.nowPlus(0)
-	for _, name := range j.SchedNodes {
-		i, found := d.nodeIdx[name]
-		if !found {
+	for _, i := range idx {
+		if i < 0 {
 			return
 		}
 		a, free := d.avail(i, owner)
@@ -482,8 +491,7 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 	if d.cmpM(t.add(d.cfg.Grace), fixed(j.Start)) >= 0 {
 		return
 	}
-	for _, name := range j.SchedNodes {
-		i := d.nodeIdx[name]
+	for _, i := range idx {
 		if c := &d.eClaim[i]; c.until == 0 || d.cmpM(t, mtime{t: c.until, mv: c.mv}) < 0 {
 			*c = rankClaim{until: t.t, rank: r, mv: t.mv}
 		}
@@ -495,14 +503,18 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 	}
 }
 
+// topSlot is a node as ruleTop sees it.
+type topSlot struct {
+	i       int
+	without mtime // free if the giving pilots left now
+	with    mtime // free with them (zero: never)
+	inWay   int   // a giving pilot that ends after the need, or -1
+}
+
 func (d *decider) ruleTop(add func(int, mtime, string)) {
-	type slot struct {
-		i       int
-		without mtime // free if the giving pilots left now
-		with    mtime // free with them (zero: never)
-		inWay   int   // a giving pilot that ends after the need, or -1
-	}
-	slots := make([]slot, 0, len(d.s.Nodes))
+	type slot = topSlot
+	slots := d.sc.slots[:0]
+	defer func() { d.sc.slots = slots[:0] }()
 	var withs []mtime
 	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
 	for _, k := range d.pend {

@@ -21,6 +21,8 @@ type scratch struct {
 	heldEnd                                   []time.Time
 	wClaim, eClaim                            []rankClaim
 	startedRank                               []bool
+	sched                                     []int // planned: a plan\'s nodes
+	slots                                     []topSlot
 
 	// backfillWindows
 	nodes   []nodeCalc

@@ -96,6 +96,104 @@ func nodeIndexInto(idx map[string]int, s *cluster.Snapshot) map[string]int {
 	return idx
 }
 
+// nodeNames finds nodes by name: idx (nodeIndex), or, when the names are
+// a prefix and consecutive numbers (c1, c2, ... as most clusters and the
+// simulator name them), by reading the number, which is several times
+// cheaper than hashing the name.
+type nodeNames struct {
+	idx    map[string]int
+	prefix string
+	base   int
+	dense  bool // s.Nodes[k].Name == prefix + itoa(base+k) for every k
+	n      int
+}
+
+func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
+	nn := nodeNames{idx: idx, n: len(s.Nodes)}
+	if len(s.Nodes) == 0 || len(idx) != len(s.Nodes) {
+		return nn
+	}
+	first := s.Nodes[0].Name
+	p := len(first)
+	for p > 0 && isDigit(first[p-1]) {
+		p--
+	}
+	nn.prefix = first[:p]
+	base, ok := parseNodeNumber(first[p:])
+	if !ok {
+		return nn
+	}
+	nn.base = base
+	for k := range s.Nodes {
+		name := s.Nodes[k].Name
+		v, ok := parseNodeNumber(strings.TrimPrefix(name, nn.prefix))
+		if !ok || !strings.HasPrefix(name, nn.prefix) || v != base+k {
+			return nn
+		}
+	}
+	nn.dense = true
+	return nn
+}
+
+// parseNodeNumber reads a decimal number written as strconv.Itoa would
+// (no sign, no leading zero), of at most 9 digits.
+func parseNodeNumber(s string) (int, bool) {
+	if s == "" || len(s) > 9 || s[0] == '0' && len(s) > 1 {
+		return 0, false
+	}
+	v := 0
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		v = v*10 + int(s[i]-'0')
+	}
+	return v, true
+}
+
+// get is idx[name].
+func (nn *nodeNames) get(name string) (int, bool) {
+	if !nn.dense {
+		i, ok := nn.idx[name]
+		return i, ok
+	}
+	p := len(nn.prefix)
+	if len(name) <= p || len(name) > p+9 {
+		return 0, false
+	}
+	for i := 0; i < p; i++ { // cheaper than a string comparison for a short prefix
+		if name[i] != nn.prefix[i] {
+			return 0, false
+		}
+	}
+	if name[p] == '0' && len(name) > p+1 {
+		return 0, false
+	}
+	v := 0
+	for i := p; i < len(name); i++ {
+		c := name[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	if k := v - nn.base; 0 <= k && k < nn.n {
+		return k, true
+	}
+	return 0, false
+}
+
+// nodeAt is idx[name] (idx is nodeIndex(s)), first trying the node at
+// position k: partitions list their nodes in the order sinfo does, and
+// with no name twice in s the node found there is the one idx has.
+func nodeAt(s *cluster.Snapshot, idx map[string]int, k int, name string) (int, bool) {
+	if k < len(s.Nodes) && s.Nodes[k].Name == name && len(idx) == len(s.Nodes) {
+		return k, true
+	}
+	i, ok := idx[name]
+	return i, ok
+}
+
 // naturalRanks numbers the nodes of s in naturalCompare order, equal names
 // equal: comparing ranks gives what comparing names does, for less. Nodes
 // are listed in that order almost always (sinfo sorts them), which costs
@@ -125,9 +223,10 @@ func naturalRanks(s *cluster.Snapshot) []int {
 // moves); a nil h notes nothing. FreeAt is not tracked: Decide does not
 // read it.
 //
-// idx is nodeIndex(s), if the caller has it; nil: built here. With a
+// names is newNodeNames(s, nodeIndex(s)), if the caller has it; nil:
+// built here. With a
 // scratch, the result lives in it (Decide's); nil: allocated.
-func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, idx map[string]int, sc *scratch) (Windows, error) {
+func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, names *nodeNames, sc *scratch) (Windows, error) {
 	if s == nil {
 		return Windows{}, errors.New("policy: nil snapshot")
 	}
@@ -140,10 +239,11 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		horizon = cluster.Unlimited
 	}
 
-	if idx == nil {
-		idx = nodeIndex(s)
+	if names == nil {
+		nn := newNodeNames(s, nodeIndex(s))
+		names = &nn
 	}
-	c := calc{s: s, now: now, idx: idx, h: h}
+	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
 	if sc == nil {
 		sc = new(scratch)
 	}
@@ -202,6 +302,7 @@ type calc struct {
 	s     *cluster.Snapshot
 	now   time.Time
 	idx   map[string]int // node name -> index in s.Nodes
+	names *nodeNames     // idx, faster
 	nodes []nodeCalc
 	ours  []bool
 	stamp []int // scratch for de-duplicating node sets
@@ -221,7 +322,7 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 		switch {
 		case j.Holds():
 			for _, name := range j.Nodes {
-				i, ok := c.idx[name]
+				i, ok := c.names.get(name)
 				if !ok {
 					continue
 				}
@@ -245,7 +346,7 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 			if excluded {
 				if planned {
 					for _, name := range j.SchedNodes {
-						if i, ok := c.idx[name]; ok {
+						if i, ok := c.names.get(name); ok {
 							c.nodes[i].exclClaim = true
 						}
 					}
@@ -260,7 +361,7 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 				continue
 			}
 			for _, name := range j.SchedNodes {
-				if i, ok := c.idx[name]; ok {
+				if i, ok := c.names.get(name); ok {
 					n := &c.nodes[i]
 					n.slurmClaim = true
 					c.claim(n, j.Start, j.ID, false)
@@ -289,8 +390,8 @@ func (c *calc) partitionNodes(name string) (idx []int, missing []string) {
 		}
 	}
 	if p := c.s.Partition(name); p != nil {
-		for _, n := range p.Nodes {
-			if i, ok := c.idx[n]; ok {
+		for k, n := range p.Nodes {
+			if i, ok := nodeAt(c.s, c.idx, k, n); ok {
 				add(i)
 			} else if !slices.Contains(missing, n) {
 				missing = append(missing, n)
@@ -561,6 +662,9 @@ func Reserves(reason string) bool {
 // naturalCompare orders host names with digit runs compared as numbers,
 // so c2 sorts before c10.
 func naturalCompare(a, b string) int {
+	if a == b {
+		return 0
+	}
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		if isDigit(a[i]) && isDigit(b[j]) {
@@ -571,7 +675,19 @@ func naturalCompare(a, b string) int {
 			for j < len(b) && isDigit(b[j]) {
 				j++
 			}
-			na, nb := strings.TrimLeft(a[si:i], "0"), strings.TrimLeft(b[sj:j], "0")
+			for si < i-1 && a[si] == '0' { // leading zeros, as TrimLeft(.., "0")
+				si++
+			}
+			for sj < j-1 && b[sj] == '0' {
+				sj++
+			}
+			na, nb := a[si:i], b[sj:j]
+			if na == "0" {
+				na = ""
+			}
+			if nb == "0" {
+				nb = ""
+			}
 			if r := cmp.Compare(len(na), len(nb)); r != 0 {
 				return r
 			}
