@@ -221,7 +221,8 @@ type decider struct {
 	timedOut bool
 
 	nodeIdx map[string]int
-	names   nodeNames // nodeIdx, faster
+	names   nodeNames  // nodeIdx, faster
+	pkeys   []pilotKey // by pilot
 	win     Windows
 	winOK   bool
 	wAt     []int // node -> index in win.Nodes; -1 outside the pilot partition
@@ -296,6 +297,11 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	// slice is cloned so that filling never writes into the caller's.
 	sc.pilots = append(sc.pilots[:0], st.Pilots...)
 	d.st.Pilots = sc.pilots
+	sc.pkeys = sc.pkeys[:0]
+	for i := range d.st.Pilots {
+		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i]))
+	}
+	d.pkeys = sc.pkeys
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
@@ -396,26 +402,44 @@ func (d *decider) cancel(pi int, c Cause, why string) {
 // cancelOrder is the thesis's order for giving nodes back (4.3.3): the
 // pilot closest to its end first (UNLIMITED last), then the newest.
 func (d *decider) cancelOrder(a, b int) int {
-	pa, pb := &d.st.Pilots[a], &d.st.Pilots[b]
+	ka, kb := &d.pkeys[a], &d.pkeys[b]
 	switch {
-	case pa.End.IsZero() != pb.End.IsZero():
-		if pa.End.IsZero() {
+	case (ka.end == neverNs) != (kb.end == neverNs):
+		if ka.end == neverNs {
 			return 1
 		}
 		return -1
-	case !pa.End.Equal(pb.End):
-		return pa.End.Compare(pb.End)
-	case !pa.Submitted.Equal(pb.Submitted):
-		return pb.Submitted.Compare(pa.Submitted)
+	case ka.end != kb.end:
+		return cmp.Compare(ka.end, kb.end)
+	case ka.sub != kb.sub:
+		return cmp.Compare(kb.sub, ka.sub)
+	case ka.num >= 0 && kb.num >= 0:
+		return cmp.Compare(kb.num, ka.num) // naturalCompare of plain numbers
 	}
-	return naturalCompare(pb.ID, pa.ID)
+	return naturalCompare(d.st.Pilots[b].ID, d.st.Pilots[a].ID)
+}
+
+// pilotKey is what cancelOrder compares of a pilot: End and Submitted as
+// instants, its ID as a number if it is one written plainly (-1 if not).
+type pilotKey struct{ end, sub, num int64 }
+
+func keyOf(p *Pilot) pilotKey {
+	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1}
+	if v, ok := parseNodeNumber(p.ID); ok {
+		k.num = int64(v)
+	}
+	return k
 }
 
 // giveOrder is the order in which pilots give their nodes to a claimant:
 // first those that lose no work (idle, or their task ends within Grace),
 // then cancelOrder.
 func (d *decider) giveOrder(a, b int) int {
-	la, lb := d.lossless(a, d.nowPlus(d.cfg.Grace)), d.lossless(b, d.nowPlus(d.cfg.Grace))
+	return d.giveOrderOf(a, b, d.lossless(a, d.nowPlus(d.cfg.Grace)), d.lossless(b, d.nowPlus(d.cfg.Grace)))
+}
+
+// giveOrderOf is giveOrder with the pilots' lossless(pi, now + Grace).
+func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 	switch {
 	case la && !lb:
 		return -1

@@ -270,6 +270,21 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	if d.h != nil {
 		d.pilotOrder = newTracker(d.now)
 	}
+	// lossless(pi, now + Grace) of each pilot the sort compares, noted in
+	// pilotOrder the first time: a second call would note the same.
+	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots))
+	losslessNow := func(pi int) bool {
+		if d.sc.loss[pi] == 0 {
+			h := d.h
+			d.h = d.pilotOrder
+			d.sc.loss[pi] = 1
+			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+				d.sc.loss[pi] = 2
+			}
+			d.h = h
+		}
+		return d.sc.loss[pi] == 2
+	}
 	slices.SortFunc(ps.all, func(a, b int) int {
 		pa, pb := d.giver(a), d.giver(b)
 		switch {
@@ -283,11 +298,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		h := d.h
-		d.h = d.pilotOrder
-		c := d.giveOrder(pa, pb)
-		d.h = h
-		return c
+		return d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
 	})
 	var chosen []int
 	for r, k := range d.pend {

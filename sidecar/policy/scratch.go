@@ -22,6 +22,8 @@ type scratch struct {
 	wClaim, eClaim                            []rankClaim
 	startedRank                               []bool
 	sched                                     []int // planned: a plan\'s nodes
+	pkeys                                     []pilotKey
+	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	slots                                     []topSlot
 
 	// backfillWindows
