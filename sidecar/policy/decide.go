@@ -425,7 +425,7 @@ type pilotKey struct{ end, sub, num int64 }
 
 func keyOf(p *Pilot) pilotKey {
 	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1}
-	if v, ok := parseNodeNumber(p.ID); ok {
+	if v, ok := parsePlainNumber(p.ID); ok {
 		k.num = int64(v)
 	}
 	return k
@@ -737,7 +737,7 @@ func (d *decider) submit() {
 		if c := d.cmpWin(b.w, a.w); c != 0 {
 			return c
 		}
-		return naturalCompare(d.s.Nodes[a.i].Name, d.s.Nodes[b.i].Name)
+		return d.names.cmp(a.i, b.i, nil)
 	}
 	slices.SortFunc(cands, byWindow)
 	cands = cands[min(d.unpinned, len(cands)):] // pilots Slurm will place somewhere

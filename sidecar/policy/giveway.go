@@ -292,7 +292,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 			if c := d.cmpWin(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]]); c != 0 {
 				return c
 			}
-			return naturalCompare(d.s.Nodes[a].Name, d.s.Nodes[b].Name)
+			return d.names.cmp(a, b, nil)
 		case pa < 0:
 			return -1
 		case pb < 0:

@@ -106,10 +106,11 @@ type nodeNames struct {
 	base   int
 	dense  bool // s.Nodes[k].Name == prefix + itoa(base+k) for every k
 	n      int
+	s      *cluster.Snapshot
 }
 
 func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
-	nn := nodeNames{idx: idx, n: len(s.Nodes)}
+	nn := nodeNames{idx: idx, n: len(s.Nodes), s: s}
 	if len(s.Nodes) == 0 || len(idx) != len(s.Nodes) {
 		return nn
 	}
@@ -138,7 +139,16 @@ func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
 // parseNodeNumber reads a decimal number written as strconv.Itoa would
 // (no sign, no leading zero), of at most 9 digits.
 func parseNodeNumber(s string) (int, bool) {
-	if s == "" || len(s) > 9 || s[0] == '0' && len(s) > 1 {
+	if len(s) > 9 {
+		return 0, false
+	}
+	return parsePlainNumber(s)
+}
+
+// parsePlainNumber reads a decimal number of at most 18 digits written as
+// strconv.Itoa would (no sign, no leading zero).
+func parsePlainNumber(s string) (int, bool) {
+	if s == "" || len(s) > 18 || s[0] == '0' && len(s) > 1 {
 		return 0, false
 	}
 	v := 0
@@ -149,6 +159,18 @@ func parseNodeNumber(s string) (int, bool) {
 		v = v*10 + int(s[i]-'0')
 	}
 	return v, true
+}
+
+// cmp is naturalCompare of nodes i and j's names: by index when the
+// names number consecutively, else by rank (naturalRanks), else by name.
+func (nn *nodeNames) cmp(i, j int, rank []int) int {
+	switch {
+	case nn.dense:
+		return cmp.Compare(i, j)
+	case rank != nil:
+		return cmp.Compare(rank[i], rank[j])
+	}
+	return naturalCompare(nn.s.Nodes[i].Name, nn.s.Nodes[j].Name)
 }
 
 // get is idx[name].
@@ -257,6 +279,10 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	c.shadow(candidates)
 
+	sorted := names.dense && len(missing) == 0
+	if sorted {
+		slices.Sort(ours) // the nodes' natural order is their order in s
+	}
 	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
 	for _, i := range ours {
 		out.Nodes = append(out.Nodes, c.window(i, part.Up, horizon))
@@ -264,7 +290,9 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	for _, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
 	}
-	slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
+	if !sorted {
+		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
+	}
 	out.Windows = summarize(out.Nodes)
 	sc.windows = out.Nodes
 	return out, nil
@@ -540,7 +568,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		sn.tNs = ns(sn.t)
 		l.nodes = append(l.nodes, sn)
 	}
-	if c.rank == nil {
+	if c.rank == nil && !c.names.dense {
 		c.rank = naturalRanks(c.s)
 	}
 	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
@@ -559,7 +587,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			}
 			return 1
 		}
-		return cmp.Compare(c.rank[a.i], c.rank[b.i]) // naturalCompare of the names
+		return c.names.cmp(a.i, b.i, c.rank)
 	})
 	return l
 }

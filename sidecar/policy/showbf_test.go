@@ -601,11 +601,45 @@ func TestNodeNames(t *testing.T) {
 		if nn.dense != tc.dense {
 			t.Errorf("%s: dense %v, want %v", tc.name, nn.dense, tc.dense)
 		}
+		rank := naturalRanks(s)
+		for i := range tc.nodes {
+			for j := range tc.nodes {
+				want := naturalCompare(tc.nodes[i], tc.nodes[j])
+				if got := nn.cmp(i, j, nil); got != want {
+					t.Errorf("%s: cmp(%d, %d) = %d, want %d", tc.name, i, j, got, want)
+				}
+				if got := nn.cmp(i, j, rank); !nn.dense && got != want {
+					t.Errorf("%s: cmp(%d, %d) by rank = %d, want %d", tc.name, i, j, got, want)
+				}
+			}
+		}
 		for _, p := range append(probes, tc.nodes...) {
 			i, ok := nn.get(p)
 			wi, wok := idx[p]
 			if i != wi || ok != wok {
 				t.Errorf("%s: get(%q) = %d, %v; the map has %d, %v", tc.name, p, i, ok, wi, wok)
+			}
+		}
+	}
+}
+
+// TestPlainNumbersCompareNaturally: cancelOrder compares pilot IDs that
+// parsePlainNumber reads as numbers; naturalCompare must agree.
+func TestPlainNumbersCompareNaturally(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	ids := []string{"0", "1", "9", "10", "1099511627777", "999999999999999999", "1000000000000000000", "01", "1x", "-1", ""}
+	for range 1000 {
+		ids = append(ids, strconv.FormatInt(rng.Int64N(1<<rng.IntN(62)+1), 10))
+	}
+	for _, a := range ids {
+		for _, b := range ids[:50] {
+			x, okA := parsePlainNumber(a)
+			y, okB := parsePlainNumber(b)
+			if okA && okB && cmp.Compare(x, y) != naturalCompare(a, b) {
+				t.Errorf("%q vs %q: as numbers %d, naturalCompare %d", a, b, cmp.Compare(x, y), naturalCompare(a, b))
+			}
+			if v, ok := parsePlainNumber(a); ok && strconv.Itoa(v) != a {
+				t.Errorf("parsePlainNumber(%q) = %d", a, v)
 			}
 		}
 	}
