@@ -273,11 +273,15 @@ func BenchmarkElasticThesis(b *testing.B) {
 		w := thesisList(b, n)
 		for _, m := range ElasticModes {
 			b.Run(fmt.Sprintf("list%d/%s", n, m), func(b *testing.B) {
+				events := 0
 				for b.Loop() {
-					if _, err := RunElastic(w, elasticCfg(m)); err != nil {
+					r, err := RunElastic(w, elasticCfg(m))
+					if err != nil {
 						b.Fatal(err)
 					}
+					events += r.Sched.Events
 				}
+				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 			})
 		}
 	}
