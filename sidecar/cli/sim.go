@@ -16,32 +16,70 @@ import (
 	"github.com/glean-hpc/glean/sidecar/workload"
 )
 
+// sacctCommand is what a site runs to give glean sim its own history.
+const sacctCommand = "TZ=UTC sacct -P -X -n -a -S 2024-01-01 -E 2024-02-01 \\\n" +
+	"    -o " + workload.SacctFormat + " > history.sacct"
+
+const simHelp = `usage: glean sim [options]
+
+Replays a workload through a model of Slurm (sched/backfill on whole nodes)
+in SLURM-only and glean's modes and prints, per mode: utilization, the
+calibration jobs' turnaround (the thesis's Table 5.2), regular jobs' waits,
+and each job's change against SLURM-only and against running alone.
+
+Workloads: thesis-1 and thesis-2 (the seed thesis's submit lists), an SWF
+trace (.swf or .swf.gz, Parallel Workloads Archive), or a site's own history
+from sacct, produced with (times as UTC; -S and -E bound the period, -S is
+needed: sacct's default start is today at 00:00):
+
+    %s
+
+and replayed with --workload history.sacct --nodes <the partition's node count>.
+A malformed line is reported as file:line on stderr and skipped (--strict:
+rejected).
+
+Options:
+`
+
 // Sim runs a workload through the simulator in SLURM-only and glean's
 // modes and prints utilization, calibration turnaround (the thesis's Table
 // 5.2), regular jobs' waits and per-job changes against SLURM-only.
 func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("glean sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, simHelp, sacctCommand)
+		fs.PrintDefaults()
+	}
 	var (
-		wl, format, mode, plots string
-		tasks                   int
-		taskTime, backlog       time.Duration
-		asJSON                  bool
+		wl, format, mode, plots, scheduler string
+		tasks, nodes                       int
+		taskTime, backlog                  time.Duration
+		asJSON, strict                     bool
 	)
 	fs.StringVar(&wl, "workload", "thesis-1", "thesis-1, thesis-2 (the thesis's submit lists), or a file path")
 	fs.StringVar(&format, "format", "", "file format: thesis, swf or sacct (default: from the name; thesis for .txt)")
 	fs.StringVar(&mode, "mode", "all", "slurm, fair, scavenger, thesis or all")
+	fs.IntVar(&nodes, "nodes", 0, "the machine's node count (default: the thesis lists' 24, an SWF header's MaxNodes/MaxProcs; sacct does not say it: give it)")
+	fs.StringVar(&scheduler, "scheduler", "slurm", "slurm (sched/backfill, as Slurm 22.05 does it), or easy, conservative, fcfs (--mode slurm only, without --backlog: glean's modes read Slurm's backfill plan)")
+	fs.BoolVar(&strict, "strict", false, "reject a workload with a malformed line (default: warn with file:line and skip it)")
 	fs.IntVar(&tasks, "tasks", sim.DefaultTasks, "tasks per calibration job")
 	fs.DurationVar(&taskTime, "task-time", 0, "task length (overrides --tasks)")
 	fs.DurationVar(&backlog, "backlog", 0, "add an unlimited elastic backlog (scavenger, last in line) of tasks of this length, e.g. 10m, started until 30 min after the last submission")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	fs.StringVar(&plots, "plots", "", "write utilization-<mode>.png/.svg and gantt-<mode>.png into this directory")
+	fs.StringVar(&plots, "plots", "", "write utilization-<mode>.png/.svg and gantt-<mode>.png/.svg into this directory")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "glean sim: "+format+"\n", a...)
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "glean sim: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
 	var modes []sim.ElasticMode
 	if mode == "all" {
@@ -49,28 +87,35 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		m, err := sim.ParseElasticMode(mode)
 		if err != nil {
-			fmt.Fprintf(stderr, "glean sim: %v\n", err)
-			return 2
+			return usageErr("--mode: %v", err)
 		}
 		modes = []sim.ElasticMode{m}
 	}
 	if tasks < 1 {
-		fmt.Fprintf(stderr, "glean sim: --tasks must be at least 1\n")
-		return 2
+		return usageErr("--tasks must be at least 1")
 	}
 	if backlog < 0 || taskTime < 0 {
-		fmt.Fprintf(stderr, "glean sim: --backlog and --task-time must not be negative\n")
-		return 2
+		return usageErr("--backlog and --task-time must not be negative")
 	}
-	w, err := loadWorkload(wl, format)
+	if nodes < 0 {
+		return usageErr("--nodes must be positive (0: from the workload)")
+	}
+	policy, err := sim.ParsePolicy(scheduler)
+	if err != nil {
+		return usageErr("--scheduler: %v", err)
+	}
+	if policy != sim.SlurmLike && (len(modes) != 1 || modes[0] != sim.SlurmOnly || backlog > 0) {
+		return usageErr("--scheduler %s runs only --mode slurm without --backlog: glean's pilots read the Slurm-like scheduler's backfill plan", scheduler)
+	}
+	w, err := loadWorkload(wl, format, nodes, strict, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "glean sim: %v\n", err)
 		return 1
 	}
+	cfg := sim.Config{Policy: policy, Estimates: sim.KillAtLimit}
 	var results []*sim.ElasticResult
 	for _, m := range modes {
-		r, err := sim.RunElastic(w, sim.ElasticConfig{Mode: m, Tasks: tasks, TaskTime: taskTime, Backlog: backlog,
-			Sim: sim.Config{Policy: sim.SlurmLike, Estimates: sim.KillAtLimit}})
+		r, err := sim.RunElastic(w, sim.ElasticConfig{Mode: m, Tasks: tasks, TaskTime: taskTime, Backlog: backlog, Sim: cfg})
 		if err != nil {
 			fmt.Fprintf(stderr, "glean sim: %s: %v\n", m, err)
 			return 1
@@ -78,7 +123,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		results = append(results, r)
 	}
 	// The regular jobs alone: what each mode costs them.
-	alone, err := sim.RunElastic(sim.RegularOnly(w), sim.ElasticConfig{Mode: sim.SlurmOnly, Sim: sim.Config{Policy: sim.SlurmLike, Estimates: sim.KillAtLimit}})
+	alone, err := sim.RunElastic(sim.RegularOnly(w), sim.ElasticConfig{Mode: sim.SlurmOnly, Sim: cfg})
 	if err != nil {
 		fmt.Fprintf(stderr, "glean sim: regular jobs alone: %v\n", err)
 		return 1
@@ -114,8 +159,10 @@ func writePlots(dir, name string, results []*sim.ElasticResult) error {
 			errs = append(errs, plot.Utilization(t, filepath.Join(dir, "utilization-"+m+"."+ext)))
 		}
 		if bars := r.GanttBars(); len(bars) > 0 {
-			errs = append(errs, plot.Gantt(bars, fmt.Sprintf("calibration jobs, %s, %s", m, name), filepath.Join(dir, "gantt-"+m+".png"),
-				plot.Mark{At: r.LastSubmit, Label: "last submission"}))
+			for _, ext := range []string{"png", "svg"} {
+				errs = append(errs, plot.Gantt(bars, fmt.Sprintf("calibration jobs, %s, %s", m, name), filepath.Join(dir, "gantt-"+m+"."+ext),
+					plot.Mark{At: r.LastSubmit, Label: "last submission"}))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -123,8 +170,11 @@ func writePlots(dir, name string, results []*sim.ElasticResult) error {
 
 // loadWorkload resolves thesis-1/thesis-2 to the shared submit lists
 // (../shared/workloads from the repository root, searched upwards from
-// the working directory) or reads a file.
-func loadWorkload(name, format string) (*workload.Workload, error) {
+// the working directory) or reads a file. Malformed lines are skipped with
+// a warning on stderr, or fail the read if strict. nodes > 0 sets the
+// machine's size (SWF: jobs larger than it are dropped, as the archive's
+// convention has it; the others: such a job is an error when simulated).
+func loadWorkload(name, format string, nodes int, strict bool, stderr io.Writer) (*workload.Workload, error) {
 	path := name
 	if n, ok := strings.CutPrefix(name, "thesis-"); ok && (n == "1" || n == "2") {
 		file := "thesis-submit-list-" + n + ".txt"
@@ -149,7 +199,7 @@ func loadWorkload(name, format string) (*workload.Workload, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--workload: %w", err)
 	}
 	defer f.Close()
 	if format == "" {
@@ -162,14 +212,52 @@ func loadWorkload(name, format string) (*workload.Workload, error) {
 			format = "thesis"
 		}
 	}
-	base := filepath.Base(path)
+	opts := workload.Options{Strict: strict}
+	var w *workload.Workload
 	switch format {
 	case "thesis":
-		return workload.ReadThesis(f, base)
+		w, err = workload.ReadThesis(f, path, opts)
 	case "swf":
-		return workload.ReadSWF(f, base, workload.SWFOptions{})
+		w, err = workload.ReadSWF(f, path, workload.SWFOptions{Options: opts, Nodes: nodes})
 	case "sacct":
-		return workload.ReadSacct(f, base)
+		w, err = workload.ReadSacct(f, path, opts)
+	default:
+		return nil, fmt.Errorf("unknown --format %q (want thesis, swf or sacct)", format)
 	}
-	return nil, fmt.Errorf("unknown --format %q (want thesis, swf or sacct)", format)
+	var skipped *workload.Errors
+	if errors.As(err, &skipped) && w != nil {
+		for _, le := range skipped.Lines {
+			fmt.Fprintf(stderr, "glean sim: warning: %v (line skipped)\n", le)
+		}
+		if n := skipped.Total - len(skipped.Lines); n > 0 {
+			fmt.Fprintf(stderr, "glean sim: warning: %s: %d more malformed lines skipped\n", path, n)
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Jobs) == 0 {
+		return nil, fmt.Errorf("%s: no job to simulate (%d malformed lines skipped, %d records that never ran or do not fit dropped)", path, skippedTotal(skipped), w.Dropped)
+	}
+	w.Name = filepath.Base(path)
+	switch {
+	case nodes > 0:
+		w.Nodes = nodes
+	case format == "sacct":
+		fmt.Fprintf(stderr, "glean sim: warning: %s: sacct does not record the machine's size; simulating on %d nodes, the largest job's (give --nodes)\n", path, w.Nodes)
+	}
+	for _, j := range w.Jobs {
+		if j.Nodes > w.Nodes {
+			return nil, fmt.Errorf("%s:%d: job %d needs %d nodes, more than the machine's %d; give the machine's node count with --nodes", path, j.Line, j.ID, j.Nodes, w.Nodes)
+		}
+	}
+	return w, nil
+}
+
+func skippedTotal(e *workload.Errors) int {
+	if e == nil {
+		return 0
+	}
+	return e.Total
 }

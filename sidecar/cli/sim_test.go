@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,103 @@ func TestSimThesis1(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Table 5.2") || !strings.Contains(out.String(), "defaults: 150 tasks per job") {
 		t.Errorf("text report:\n%s", out.String())
+	}
+}
+
+// simHistory is a small sacct history: one malformed line (3), one job
+// larger than the rest (4, 10 nodes) and one that never started (5).
+const simHistory = `101|2024-01-01T00:00:00|2024-01-01T00:00:05|2024-01-01T01:00:05|4|120|COMPLETED|alice
+102|2024-01-01T00:10:00|2024-01-01T00:10:01|2024-01-01T00:40:01|8|60|COMPLETED|bob
+103|2024-01-01T00:11:00|garbage|2024-01-01T00:40:01|8|60|COMPLETED|bob
+104|2024-01-01T00:12:00|2024-01-01T01:00:05|2024-01-01T02:00:05|10|UNLIMITED|COMPLETED|carol
+105|2024-01-01T00:13:00|Unknown|Unknown|2|60|PENDING|dave
+`
+
+// TestSimFlags: --nodes, --strict, --scheduler, the skipped-line warnings,
+// --help, and the plots in both formats, on a sacct history.
+func TestSimFlags(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "site.sacct")
+	if err := os.WriteFile(hist, []byte(simHistory), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		out      []string // in stdout
+		errs     []string // in stderr
+		noErr    string   // not in stderr
+		jsonNode int      // the report's nodes, if > 0
+	}{
+		{name: "lenient default", args: []string{"--mode", "slurm", "--json"}, jsonNode: 10,
+			errs: []string{hist + ":3: Start:", "(line skipped)", "sacct does not record the machine's size; simulating on 10 nodes", "give --nodes"}},
+		{name: "strict", args: []string{"--mode", "slurm", "--strict"}, code: 1,
+			errs: []string{hist + `:3: Start: "garbage"`}, noErr: "skipped"},
+		{name: "nodes", args: []string{"--mode", "slurm", "--nodes", "16", "--json"}, jsonNode: 16, noErr: "machine's size"},
+		{name: "nodes too few", args: []string{"--mode", "slurm", "--nodes", "8"}, code: 1,
+			errs: []string{hist + ":4: job 104 needs 10 nodes, more than the machine's 8; give the machine's node count with --nodes"}},
+		{name: "easy", args: []string{"--mode", "slurm", "--nodes", "16", "--scheduler", "easy"}, out: []string{"scheduler: easy"}},
+		{name: "conservative", args: []string{"--mode", "slurm", "--nodes", "16", "--scheduler", "conservative"}, out: []string{"scheduler: conservative"}},
+		{name: "easy needs mode slurm", args: []string{"--scheduler", "easy"}, code: 2, errs: []string{"--scheduler easy runs only --mode slurm"}},
+		{name: "easy without backlog", args: []string{"--mode", "slurm", "--scheduler", "fcfs", "--backlog", "10m"}, code: 2, errs: []string{"without --backlog"}},
+		{name: "unknown scheduler", args: []string{"--scheduler", "sjf"}, code: 2, errs: []string{`unknown scheduler "sjf"`}},
+		{name: "negative nodes", args: []string{"--nodes", "-1"}, code: 2, errs: []string{"--nodes must be positive"}},
+		{name: "help", args: []string{"--help"}, errs: []string{"TZ=UTC sacct -P -X -n -a -S", "-o JobIDRaw,Submit,Start,End,NNodes,TimelimitRaw,State,User", "-strict", "-nodes", "-scheduler"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"--workload", hist}, tc.args...)
+			if code := Sim(context.Background(), args, &out, &errb); code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errb.String())
+			}
+			for _, s := range tc.out {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out.String())
+				}
+			}
+			for _, s := range tc.errs {
+				if !strings.Contains(errb.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errb.String())
+				}
+			}
+			if tc.noErr != "" && strings.Contains(errb.String(), tc.noErr) {
+				t.Errorf("stderr has %q:\n%s", tc.noErr, errb.String())
+			}
+			if tc.code != 0 && out.Len() > 0 {
+				t.Errorf("output on failure:\n%s", out.String())
+			}
+			if tc.jsonNode > 0 {
+				var rep struct{ Nodes int }
+				if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+					t.Fatal(err)
+				}
+				if rep.Nodes != tc.jsonNode {
+					t.Errorf("report on %d nodes, want %d", rep.Nodes, tc.jsonNode)
+				}
+			}
+		})
+	}
+}
+
+// TestSimPlots: the utilization and Gantt charts in PNG and SVG.
+func TestSimPlots(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := Sim(context.Background(), []string{"--workload", "thesis-1", "--mode", "fair", "--plots", dir}, &out, &errb); code != 0 {
+		if strings.Contains(errb.String(), "not found") {
+			t.Skip(errb.String())
+		}
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{"utilization-fair.png", "utilization-fair.svg", "gantt-fair.png", "gantt-fair.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if strings.HasSuffix(f, ".svg") != bytes.Contains(b[:min(len(b), 512)], []byte("<svg")) {
+			t.Errorf("%s is not what its extension says", f)
+		}
 	}
 }

@@ -220,17 +220,18 @@ func (a Action) String() string {
 // they could start now); a pending array as one line with ArrayTasks;
 // glean's pilots as ordinary lines, recognised only by State.Pilots' IDs.
 func Decide(s *cluster.Snapshot, st State, cfg Config, now time.Time) []Action {
-	acts, _ := DecideHold(s, st, cfg, now)
+	acts, _ := decide(s, st, cfg, now, false)
 	return acts
 }
 
 // decider holds one round's derived view. Nodes are indices into s.Nodes,
 // pilots indices into st.Pilots, elastic jobs indices into st.Jobs.
 type decider struct {
-	s   *cluster.Snapshot
-	st  State
-	cfg Config
-	now time.Time
+	s     *cluster.Snapshot
+	st    State
+	cfg   Config
+	now   time.Time
+	nowNs int64
 
 	jobIdx   map[string]int // elastic job id -> index
 	baseOf   map[string]int // base job id -> elastic job index
@@ -241,6 +242,8 @@ type decider struct {
 	timedOut bool
 
 	nodeIdx map[string]int
+	names   nodeNames  // nodeIdx, faster
+	pkeys   []pilotKey // by pilot
 	win     Windows
 	winOK   bool
 	wAt     []int // node -> index in win.Nodes; -1 outside the pilot partition
@@ -269,20 +272,26 @@ type decider struct {
 	uncovered   []int          // job -> pending tasks no pilot will take (submit)
 	partMember  map[string][]bool
 
-	h          *tracker // when the decision may change (DecideHold)
+	sc         *scratch // where the slices and maps above live
+	h          *tracker // when the decision may change (DecideHold; nil: not tracked)
 	pilotOrder *tracker // what ordering the pilots' nodes read (rulePass)
 }
 
-func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decider {
-	d := &decider{s: s, st: st, cfg: cfg, now: now,
-		jobIdx:   make(map[string]int, len(st.Jobs)),
-		baseOf:   map[string]int{},
-		pilotIdx: make(map[string]int, len(st.Pilots)),
-		exclude:  make(map[string]bool, len(st.Pilots)),
-		gone:     make([]bool, len(st.Pilots)),
-		nodeIdx:  make(map[string]int, len(s.Nodes)),
-		started:  map[string]bool{},
-		h:        &tracker{now: now},
+func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool, sc *scratch) *decider {
+	if sc == nil {
+		sc = new(scratch)
+	}
+	d := &decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
+	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
+	sc.exclude, sc.started = reuseMap(sc.exclude), reuseMap(sc.started)
+	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started
+	sc.gone = reuse(sc.gone, len(st.Pilots))
+	d.gone = sc.gone
+	sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
+	d.nodeIdx = sc.nodeIdx
+	d.names = newNodeNames(s, d.nodeIdx)
+	if track {
+		d.h = newTracker(now)
 	}
 	for i, j := range st.Jobs {
 		if _, dup := d.jobIdx[j.ID]; !dup {
@@ -298,24 +307,25 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)
-	for i := range s.Nodes {
-		if _, dup := d.nodeIdx[s.Nodes[i].Name]; !dup {
-			d.nodeIdx[s.Nodes[i].Name] = i
-		}
-	}
-	d.pilotOn = make([]int, n)
+	sc.pilotOn = reuse(sc.pilotOn, n)
+	d.pilotOn = sc.pilotOn
 	for i := range d.pilotOn {
 		d.pilotOn[i] = -1
 	}
-	d.targeted = make([]bool, n)
-	d.held = make([]bool, n)
-	d.heldEnd = make([]time.Time, n)
-	d.heldNever = make([]bool, n)
-	d.consumed = make([]bool, n)
+	sc.targeted, sc.held, sc.heldNever, sc.consumed = reuse(sc.targeted, n), reuse(sc.held, n), reuse(sc.heldNever, n), reuse(sc.consumed, n)
+	sc.heldEnd = reuse(sc.heldEnd, n)
+	d.pend = sc.pend[:0]
+	d.targeted, d.held, d.heldEnd, d.heldNever, d.consumed = sc.targeted, sc.held, sc.heldEnd, sc.heldNever, sc.consumed
 
 	// Pilots' nodes: glean's record first, the snapshot fills gaps. The
 	// slice is cloned so that filling never writes into the caller's.
-	d.st.Pilots = slices.Clone(st.Pilots)
+	sc.pilots = append(sc.pilots[:0], st.Pilots...)
+	d.st.Pilots = sc.pilots
+	sc.pkeys = sc.pkeys[:0]
+	for i := range d.st.Pilots {
+		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i]))
+	}
+	d.pkeys = sc.pkeys
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
@@ -337,7 +347,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 			continue
 		}
 		for _, name := range j.Nodes {
-			i, ok := d.nodeIdx[name]
+			i, ok := d.names.get(name)
 			if !ok {
 				continue
 			}
@@ -351,7 +361,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 		}
 	}
 	for pi, p := range d.st.Pilots {
-		i, ok := d.nodeIdx[p.Node]
+		i, ok := d.names.get(p.Node)
 		switch {
 		case p.State == PilotRunning && ok:
 			d.pilotOn[i] = pi
@@ -363,22 +373,25 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time) *decid
 	}
 
 	slices.SortStableFunc(d.pend, func(a, b int) int { return cmp.Compare(s.Jobs[b].Priority, s.Jobs[a].Priority) })
-	d.pendRank = make(map[string]int, len(d.pend))
+	sc.pend = d.pend
+	sc.pendRank = reuseMap(sc.pendRank)
+	d.pendRank = sc.pendRank
 	for r, k := range d.pend {
 		if _, dup := d.pendRank[s.Jobs[k].ID]; !dup {
 			d.pendRank[s.Jobs[k].ID] = r
 		}
 	}
 
-	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h)
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, &d.names, sc)
 	if err == nil {
 		d.win, d.winOK = w, true
-		d.wAt = make([]int, n)
+		sc.wAt = reuse(sc.wAt, n)
+		d.wAt = sc.wAt
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}
 		for wi := range w.Nodes {
-			if i, ok := d.nodeIdx[w.Nodes[wi].Node]; ok {
+			if i, ok := d.names.get(w.Nodes[wi].Node); ok {
 				d.wAt[i] = wi
 			}
 		}
@@ -413,19 +426,33 @@ func (d *decider) cancel(pi int, c Cause, why string) {
 // cancelOrder is the thesis's order for giving nodes back (4.3.3): the
 // pilot closest to its end first (UNLIMITED last), then the newest.
 func (d *decider) cancelOrder(a, b int) int {
-	pa, pb := &d.st.Pilots[a], &d.st.Pilots[b]
+	ka, kb := &d.pkeys[a], &d.pkeys[b]
 	switch {
-	case pa.End.IsZero() != pb.End.IsZero():
-		if pa.End.IsZero() {
+	case (ka.end == neverNs) != (kb.end == neverNs):
+		if ka.end == neverNs {
 			return 1
 		}
 		return -1
-	case !pa.End.Equal(pb.End):
-		return pa.End.Compare(pb.End)
-	case !pa.Submitted.Equal(pb.Submitted):
-		return pb.Submitted.Compare(pa.Submitted)
+	case ka.end != kb.end:
+		return cmp.Compare(ka.end, kb.end)
+	case ka.sub != kb.sub:
+		return cmp.Compare(kb.sub, ka.sub)
+	case ka.num >= 0 && kb.num >= 0:
+		return cmp.Compare(kb.num, ka.num) // naturalCompare of plain numbers
 	}
-	return naturalCompare(pb.ID, pa.ID)
+	return naturalCompare(d.st.Pilots[b].ID, d.st.Pilots[a].ID)
+}
+
+// pilotKey is what cancelOrder compares of a pilot: End and Submitted as
+// instants, its ID as a number if it is one written plainly (-1 if not).
+type pilotKey struct{ end, sub, num int64 }
+
+func keyOf(p *Pilot) pilotKey {
+	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1}
+	if v, ok := parsePlainNumber(p.ID); ok {
+		k.num = int64(v)
+	}
+	return k
 }
 
 // giveOrder is the order in which pilots give their nodes to a claimant:
@@ -433,7 +460,11 @@ func (d *decider) cancelOrder(a, b int) int {
 // then those that lose the least (their task started last: a killed
 // attempt's node time is waste), then cancelOrder.
 func (d *decider) giveOrder(a, b int) int {
-	la, lb := d.lossless(a, d.nowPlus(d.cfg.Grace)), d.lossless(b, d.nowPlus(d.cfg.Grace))
+	return d.giveOrderOf(a, b, d.lossless(a, d.nowPlus(d.cfg.Grace)), d.lossless(b, d.nowPlus(d.cfg.Grace)))
+}
+
+// giveOrderOf is giveOrder with the pilots' lossless(pi, now + Grace).
+func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 	switch {
 	case la && !lb:
 		return -1
@@ -462,7 +493,7 @@ func (d *decider) taskStart(pi int) time.Time {
 	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
 		return time.Time{}
 	}
-	d.h.taskEnds = true
+	d.h.readTaskEnds()
 	return p.TaskEnd.Add(-j.TaskTime)
 }
 
@@ -473,7 +504,7 @@ func (d *decider) lossless(pi int, t mtime) bool {
 	if p.State != PilotRunning || !p.Busy {
 		return p.State == PilotRunning
 	}
-	d.h.taskEnds = true
+	d.h.readTaskEnds()
 	if p.TaskEnd.IsZero() {
 		return false
 	}
@@ -606,8 +637,8 @@ func (d *decider) member(name string) []bool {
 	}
 	m := make([]bool, len(d.s.Nodes))
 	if p := d.s.Partition(name); p != nil {
-		for _, n := range p.Nodes {
-			if i, ok := d.nodeIdx[n]; ok {
+		for k, n := range p.Nodes {
+			if i, ok := nodeAt(d.s, d.nodeIdx, k, n); ok {
 				m[i] = true
 			}
 		}
@@ -754,7 +785,7 @@ func (d *decider) submit() {
 		if c := d.cmpWin(b.w, a.w); c != 0 {
 			return c
 		}
-		return naturalCompare(d.s.Nodes[a.i].Name, d.s.Nodes[b.i].Name)
+		return d.names.cmp(a.i, b.i, nil)
 	}
 	slices.SortFunc(cands, byWindow)
 	cands = cands[min(d.unpinned, len(cands)):] // pilots Slurm will place somewhere

@@ -109,3 +109,14 @@ func BenchmarkDecide(b *testing.B) {
 		Decide(s, st, cfg, now)
 	}
 }
+
+// BenchmarkDecideHold is BenchmarkDecide with the hold tracked, as the
+// simulator runs the policy.
+func BenchmarkDecideHold(b *testing.B) {
+	s, st := decideBench()
+	cfg := DefaultConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		DecideHold(s, st, cfg, now)
+	}
+}

@@ -804,7 +804,7 @@ func TestArrayCount(t *testing.T) {
 func TestPendingTimeLimit(t *testing.T) {
 	s := snap([]cluster.Partition{part("batch", 4*time.Hour, "n1"), part("short", 0, "n1")}, [][]cluster.Node{nodes(cluster.NodeIdle, "n1")})
 	s.Partitions[1].DefaultTime = 30 * time.Minute
-	d := newDecider(s, State{}, DefaultConfig(), now)
+	d := newDecider(s, State{}, DefaultConfig(), now, true, nil)
 	for _, tc := range []struct {
 		j    cluster.Job
 		want time.Duration

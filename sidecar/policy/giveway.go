@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,7 +80,7 @@ func (d *decider) giveWay() {
 	for _, pi := range pis {
 		p := &d.st.Pilots[pi]
 		n := needs[pi]
-		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Claimant: n.who, By: n.by.t}
+		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Claimant: n.who, By: d.timeOf(n.by.t)}
 		// Far off, or the pilot's task ends by the need anyway: retire.
 		if d.cmpM(n.by, d.nowPlus(d.cfg.RetireHorizon)) > 0 || p.Busy && !d.lossless(pi, d.nowPlus(d.cfg.Grace)) && d.lossless(pi, n.by) {
 			if p.Retiring {
@@ -90,7 +91,7 @@ func (d *decider) giveWay() {
 		} else {
 			d.gone[pi] = true
 		}
-		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(n.by.t.Sub(d.now)))
+		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(time.Duration(n.by.t-d.nowNs)))
 		d.emit(a)
 	}
 }
@@ -158,25 +159,25 @@ func (d *decider) gives(pi, owner int) bool {
 func (d *decider) avail(i, owner int) (mtime, bool) {
 	n := &d.s.Nodes[i]
 	if !n.State.Usable() {
-		return mtime{}, false
+		return neverM, false
 	}
 	t := d.nowPlus(0)
 	pi := d.pilotOn[i] // a pilot leaving this round counts as gone
 	switch {
 	case d.held[i]:
 		if d.heldNever[i] {
-			return mtime{}, false
+			return neverM, false
 		}
 		if d.cmpM(fixed(d.heldEnd[i]), t) > 0 {
 			t = fixed(d.heldEnd[i])
 		}
 	case pi < 0 && n.State != cluster.NodeIdle && n.State != cluster.NodePlanned:
-		return mtime{}, false // busy with nothing we can see
+		return neverM, false // busy with nothing we can see
 	}
 	if pi >= 0 && !d.gone[pi] && !d.gives(pi, owner) {
 		e := d.st.Pilots[pi].End
 		if e.IsZero() {
-			return mtime{}, false
+			return neverM, false
 		}
 		if d.cmpM(fixed(e), t) > 0 {
 			t = fixed(e)
@@ -192,6 +193,13 @@ type pool struct {
 	nodes []int
 	left  int
 	parts []string
+	// blocked: every node not taken is behind a window claim that blocks
+	// the jobs ranked from blockedFrom on, the latest starting at
+	// blockedMax. It stays so for the lower jobs (a claim's blocking
+	// is final once its job's turn is past, and nodes are only taken).
+	blocked     bool
+	blockedMax  int64
+	blockedFrom int
 }
 
 // pools caches a pool per partition list.
@@ -231,9 +239,9 @@ func (ps *pools) take(i int) {
 // rulePass runs rules A and B over the pending jobs by priority.
 func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	ps := &pools{d: d, byKey: map[string]*pool{}}
-	d.wClaim = make([]rankClaim, len(d.s.Nodes))
-	d.eClaim = make([]rankClaim, len(d.s.Nodes))
-	d.startedRank = make([]bool, len(d.pend))
+	d.sc.wClaim, d.sc.eClaim = reuse(d.sc.wClaim, len(d.s.Nodes)), reuse(d.sc.eClaim, len(d.s.Nodes))
+	d.sc.startedRank = reuse(d.sc.startedRank, len(d.pend))
+	d.wClaim, d.eClaim, d.startedRank = d.sc.wClaim, d.sc.eClaim, d.sc.startedRank
 	for i := range d.s.Nodes {
 		wi := d.wAt[i]
 		if wi < 0 || d.held[i] || !d.s.Nodes[i].State.Usable() {
@@ -259,7 +267,24 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	// would get least of), then pilots' nodes in cancel order. The order
 	// among the pilots matters only if a claimant takes a pilot's node
 	// (startNow): until then what it read is kept aside in d.pilotOrder.
-	d.pilotOrder = &tracker{now: d.now}
+	if d.h != nil {
+		d.pilotOrder = newTracker(d.now)
+	}
+	// lossless(pi, now + Grace) of each pilot the sort compares, noted in
+	// pilotOrder the first time: a second call would note the same.
+	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots))
+	losslessNow := func(pi int) bool {
+		if d.sc.loss[pi] == 0 {
+			h := d.h
+			d.h = d.pilotOrder
+			d.sc.loss[pi] = 1
+			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+				d.sc.loss[pi] = 2
+			}
+			d.h = h
+		}
+		return d.sc.loss[pi] == 2
+	}
 	slices.SortFunc(ps.all, func(a, b int) int {
 		pa, pb := d.giver(a), d.giver(b)
 		switch {
@@ -267,17 +292,13 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 			if c := d.cmpWin(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]]); c != 0 {
 				return c
 			}
-			return naturalCompare(d.s.Nodes[a].Name, d.s.Nodes[b].Name)
+			return d.names.cmp(a, b, nil)
 		case pa < 0:
 			return -1
 		case pb < 0:
 			return 1
 		}
-		h := d.h
-		d.h = d.pilotOrder
-		c := d.giveOrder(pa, pb)
-		d.h = h
-		return c
+		return d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
 	})
 	var chosen []int
 	for r, k := range d.pend {
@@ -303,6 +324,9 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 	owner := d.owner(j)
 	end := d.nowPlus(0).add(d.timeLimit(j)) // zero: never
 	soon := !j.Start.IsZero() && d.cmpM(fixed(j.Start), d.nowPlus(d.cfg.Grace)) <= 0
+	if !d.anyWindowFit(p, r, end) {
+		return chosen // no node passes fitsClaim: the scan would note nothing
+	}
 	for range arrayCount(j.ArrayTasks, p.left) {
 		if p.left < need {
 			break
@@ -359,14 +383,50 @@ func (d *decider) fitsClaim(i, r int, end mtime) bool {
 
 func (d *decider) fits(c rankClaim, r int, end mtime) bool {
 	switch {
-	case c.until == 0, c.rank >= r: // none, its own, or a lower job's
+	case !d.blocks(c, r):
 		return true
-	case c.rank >= 0 && d.startedRank[c.rank]:
-		return true
-	case end.t.IsZero(): // never ends
+	case end.never(): // never ends
 		return false
 	}
-	return d.cmpM(end, mtime{t: time.Unix(0, c.until), mv: c.mv}) <= 0
+	return d.cmpM(end, mtime{t: c.until, mv: c.mv}) <= 0
+}
+
+// blocks reports whether reservation c holds back the job of rank r: it
+// is a higher job's (or an unknown one's) that does not start now.
+func (d *decider) blocks(c rankClaim, r int) bool {
+	switch {
+	case c.until == 0, c.rank >= r: // none, its own, or a lower job's
+		return false
+	case c.rank >= 0 && d.startedRank[c.rank]:
+		return false
+	}
+	return true
+}
+
+// anyWindowFit reports whether some node of p not taken yet passes the
+// window-claim half of fitsClaim for the job of rank r ending at end. When
+// none does, startNow's scan would take nothing, and note nothing either:
+// a comparison that fails has its turn (the claim minus the job's limit)
+// behind now. This is the common case on a busy machine (every free node
+// behind a higher job's reservation), where the scan of every pending job
+// over the whole pool was most of a decision.
+func (d *decider) anyWindowFit(p *pool, r int, end mtime) bool {
+	if p.blocked && r >= p.blockedFrom {
+		return !end.never() && end.t <= p.blockedMax
+	}
+	latest := int64(math.MinInt64)
+	for _, i := range p.nodes {
+		if d.consumed[i] {
+			continue
+		}
+		c := d.wClaim[i]
+		if !d.blocks(c, r) {
+			return true
+		}
+		latest = max(latest, c.until)
+	}
+	p.blocked, p.blockedMax, p.blockedFrom = true, latest, r
+	return !end.never() && end.t <= latest
 }
 
 // rankClaim is a reservation: its start in Unix nanoseconds (0: none) and
@@ -392,9 +452,19 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		return
 	}
 	owner := d.owner(j)
-	behind := false
+	// The plan's nodes as indices (-1: not in the snapshot), looked up once.
+	idx := d.sc.sched[:0]
 	for _, name := range j.SchedNodes {
-		if i, ok := d.nodeIdx[name]; ok && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {
+		i, ok := d.names.get(name)
+		if !ok {
+			i = -1
+		}
+		idx = append(idx, i)
+	}
+	d.sc.sched = idx
+	behind := false
+	for _, i := range idx {
+		if i >= 0 && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {
 			behind = true
 			break
 		}
@@ -403,9 +473,8 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		return
 	}
 	t := d.nowPlus(0)
-	for _, name := range j.SchedNodes {
-		i, found := d.nodeIdx[name]
-		if !found {
+	for _, i := range idx {
+		if i < 0 {
 			return
 		}
 		a, free := d.avail(i, owner)
@@ -422,7 +491,7 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 					return
 				}
 				qe := d.maxM(fixed(w.Until), d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
-				if qe.t.IsZero() {
+				if qe.never() {
 					return
 				}
 				a = d.maxM(a, qe)
@@ -433,10 +502,9 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 	if d.cmpM(t.add(d.cfg.Grace), fixed(j.Start)) >= 0 {
 		return
 	}
-	for _, name := range j.SchedNodes {
-		i := d.nodeIdx[name]
-		if c := &d.eClaim[i]; c.until == 0 || d.cmpM(t, mtime{t: time.Unix(0, c.until), mv: c.mv}) < 0 {
-			*c = rankClaim{until: t.t.UnixNano(), rank: r, mv: t.mv}
+	for _, i := range idx {
+		if c := &d.eClaim[i]; c.until == 0 || d.cmpM(t, mtime{t: c.until, mv: c.mv}) < 0 {
+			*c = rankClaim{until: t.t, rank: r, mv: t.mv}
 		}
 		if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
 			if e := d.st.Pilots[pi].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
@@ -446,14 +514,18 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 	}
 }
 
+// topSlot is a node as ruleTop sees it.
+type topSlot struct {
+	i       int
+	without mtime // free if the giving pilots left now
+	with    mtime // free with them (zero: never)
+	inWay   int   // a giving pilot that ends after the need, or -1
+}
+
 func (d *decider) ruleTop(add func(int, mtime, string)) {
-	type slot struct {
-		i       int
-		without mtime // free if the giving pilots left now
-		with    mtime // free with them (zero: never)
-		inWay   int   // a giving pilot that ends after the need, or -1
-	}
-	slots := make([]slot, 0, len(d.s.Nodes))
+	type slot = topSlot
+	slots := d.sc.slots[:0]
+	defer func() { d.sc.slots = slots[:0] }()
 	var withs []mtime
 	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
 	for _, k := range d.pend {
@@ -485,7 +557,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 			if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
 				sl.inWay = pi
 				if e := d.st.Pilots[pi].End; e.IsZero() {
-					sl.with = mtime{}
+					sl.with = neverM
 				} else {
 					sl.with = d.maxM(a, fixed(e))
 				}
@@ -505,7 +577,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 		// With the pilots: the need-th earliest, never-ending last.
 		withs = withs[:0]
 		for _, s := range slots {
-			if !s.with.t.IsZero() {
+			if !s.with.never() {
 				withs = append(withs, s.with)
 			}
 		}

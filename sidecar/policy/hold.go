@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"cmp"
+	"math"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
@@ -32,12 +34,18 @@ type Hold struct {
 func (h Hold) Holds(t time.Time) bool { return h.Until.IsZero() || t.Before(h.Until) }
 
 // DecideHold is Decide, and for how long its decision holds when it is to
-// do nothing (see Hold).
+// do nothing (see Hold). Decide itself does not track the hold.
 func DecideHold(s *cluster.Snapshot, st State, cfg Config, now time.Time) ([]Action, Hold) {
+	return decide(s, st, cfg, now, true)
+}
+
+func decide(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool) ([]Action, Hold) {
 	if s == nil || cfg.Validate() != nil {
 		return nil, Hold{}
 	}
-	d := newDecider(s, st, cfg, now)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	d := newDecider(s, st, cfg, now, track, sc)
 	d.timeouts()
 	d.poolMoves()
 	d.noWork()
@@ -51,85 +59,164 @@ func DecideHold(s *cluster.Snapshot, st State, cfg Config, now time.Time) ([]Act
 		d.submit()
 		d.fifo()
 	}
-	if len(d.acts) > 0 {
+	if len(d.acts) > 0 || d.h == nil {
 		return d.acts, Hold{Until: now, TaskEnds: true}
 	}
-	return d.acts, Hold{Until: d.h.until, TaskEnds: d.h.taskEnds}
+	h := Hold{TaskEnds: d.h.taskEnds}
+	if d.h.set {
+		h.Until = d.timeOf(d.h.until)
+	}
+	return d.acts, h
+}
+
+// Instants inside a decision are Unix nanoseconds (int64): comparing
+// them is what Decide does most. neverNs stands for the zero time.Time
+// ("never", or unknown) and sorts before every other instant, as the zero
+// time does; instants outside int64's range (before 1678, after 2262)
+// are clamped to its ends.
+const neverNs = math.MinInt64
+
+// ns is t as Unix nanoseconds, neverNs for the zero time.
+func ns(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return neverNs
+	case t.Before(minNsTime):
+		return neverNs + 1
+	case t.After(maxNsTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNsTime = time.Unix(0, math.MinInt64+1)
+	maxNsTime = time.Unix(0, math.MaxInt64)
+)
+
+// satAdd is a + b, saturated at int64's ends.
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case b > 0 && c < a:
+		return math.MaxInt64
+	case b < 0 && c > a:
+		return math.MinInt64 + 1
+	}
+	return c
+}
+
+// timeOf turns an instant back into a time.Time in now's location (the
+// zero time for neverNs).
+func (d *decider) timeOf(t int64) time.Time {
+	if t == neverNs {
+		return time.Time{}
+	}
+	return time.Unix(0, t).In(d.now.Location())
 }
 
 // tracker collects, over one decision, the earliest instant after now at
 // which a comparison it made with the clock may turn out otherwise. A nil
-// tracker records nothing.
+// tracker records nothing: Decide runs without one.
 type tracker struct {
-	now      time.Time
-	until    time.Time // zero: none yet
+	now      int64
+	until    int64 // if set
+	set      bool
 	taskEnds bool
 }
 
-// flip notes that a comparison may change at t. A t before now is ignored:
-// the comparison changed already and, monotone in now, stays. A t at now
-// means right after it.
-func (h *tracker) flip(t time.Time) {
-	if h == nil || t.Before(h.now) {
+func newTracker(now time.Time) *tracker { return &tracker{now: ns(now)} }
+
+// flipNs notes that a comparison may change at t. A t before now is
+// ignored: the comparison changed already and, monotone in now, stays. A t
+// at now means right after it.
+func (h *tracker) flipNs(t int64) {
+	if h == nil || t < h.now {
 		return
 	}
-	if !t.After(h.now) {
-		t = h.now.Add(time.Nanosecond)
+	if t == h.now {
+		t = h.now + 1
 	}
-	if h.until.IsZero() || t.Before(h.until) {
-		h.until = t
+	if !h.set || t < h.until {
+		h.until, h.set = t, true
+	}
+}
+
+// flip is flipNs for a time.Time.
+func (h *tracker) flip(t time.Time) {
+	if h != nil {
+		h.flipNs(ns(t))
 	}
 }
 
 // never: the decision holds at now only.
 func (h *tracker) never() {
 	if h != nil {
-		h.flip(h.now)
+		h.flipNs(h.now)
 	}
 }
 
 // merge adds what o noted.
 func (h *tracker) merge(o *tracker) {
-	if !o.until.IsZero() {
-		h.flip(o.until)
+	if h == nil || o == nil {
+		return
+	}
+	if o.set {
+		h.flipNs(o.until)
 	}
 	h.taskEnds = h.taskEnds || o.taskEnds
 }
 
-// mtime is a time that is fixed (a snapshot's or the state's) or moves
-// with the clock (now plus a fixed offset: mv). The zero t is "never",
-// as in the decider.
+// readTaskEnds notes that the decision read busy pilots' TaskEnd.
+func (h *tracker) readTaskEnds() {
+	if h != nil {
+		h.taskEnds = true
+	}
+}
+
+// mtime is an instant that is fixed (a snapshot's or the state's) or moves
+// with the clock (now plus a fixed offset: mv). neverNs is "never", as the
+// zero time is in the decider.
 type mtime struct {
-	t  time.Time
+	t  int64
 	mv bool
 }
 
-func fixed(t time.Time) mtime { return mtime{t: t} }
+var neverM = mtime{t: neverNs}
+
+func (t mtime) never() bool { return t.t == neverNs }
+
+func fixed(t time.Time) mtime { return mtime{t: ns(t)} }
 
 // nowPlus is now + off, moving with the clock.
-func (d *decider) nowPlus(off time.Duration) mtime { return mtime{t: d.now.Add(off), mv: true} }
+func (d *decider) nowPlus(off time.Duration) mtime {
+	return mtime{t: satAdd(d.nowNs, int64(off)), mv: true}
+}
 
 // add is t + off (cluster.Unlimited: never).
 func (t mtime) add(off time.Duration) mtime {
-	if t.t.IsZero() {
+	switch {
+	case t.never():
 		return t
+	case off == cluster.Unlimited:
+		return mtime{t: neverNs, mv: t.mv}
 	}
-	return mtime{t: addDur(t.t, off), mv: t.mv}
+	return mtime{t: satAdd(t.t, int64(off)), mv: t.mv}
 }
 
 // cmpM compares a and b as time.Time.Compare does, noting when a moving
-// one overtakes a fixed one. Zero times are compared as they are (the
-// callers test them first).
+// one overtakes a fixed one. Never is compared as it is (the callers test
+// it first).
 func (d *decider) cmpM(a, b mtime) int {
-	if a.mv != b.mv && !a.t.IsZero() && !b.t.IsZero() {
+	if d.h != nil && a.mv != b.mv && !a.never() && !b.never() {
 		m, x := a, b
 		if b.mv {
 			m, x = b, a
 		}
 		// m = now + k meets x when now reaches x - k.
-		d.h.flip(d.now.Add(x.t.Sub(m.t)))
+		d.h.flipNs(satAdd(x.t, -(m.t - d.nowNs)))
 	}
-	return a.t.Compare(b.t)
+	return cmp.Compare(a.t, b.t)
 }
 
 // maxM is the later of a and b (b on a tie, as maxTime).

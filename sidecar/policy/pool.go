@@ -231,7 +231,7 @@ func (d *decider) freeOrder(a, b int) int {
 		}
 		return -1
 	case !ea.Equal(eb):
-		d.h.taskEnds = true
+		d.h.readTaskEnds()
 		return ea.Compare(eb)
 	}
 	return naturalCompare(pa.ID, pb.ID)

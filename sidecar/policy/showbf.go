@@ -78,14 +78,177 @@ type Windows struct {
 // Advanced reservations are not in the snapshot: a node already in one is
 // unusable, a future one is not seen.
 func BackfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions) (Windows, error) {
-	return backfillWindows(s, now, opt, nil)
+	return backfillWindows(s, now, opt, nil, nil, nil)
+}
+
+// nodeIndex maps node names to their first index in s.Nodes.
+func nodeIndex(s *cluster.Snapshot) map[string]int {
+	return nodeIndexInto(make(map[string]int, len(s.Nodes)), s)
+}
+
+// nodeIndexInto is nodeIndex into an empty map.
+func nodeIndexInto(idx map[string]int, s *cluster.Snapshot) map[string]int {
+	for i := range s.Nodes {
+		if _, dup := idx[s.Nodes[i].Name]; !dup {
+			idx[s.Nodes[i].Name] = i
+		}
+	}
+	return idx
+}
+
+// nodeNames finds nodes by name: idx (nodeIndex), or, when the names are
+// a prefix and consecutive numbers (c1, c2, ... as most clusters and the
+// simulator name them), by reading the number, which is several times
+// cheaper than hashing the name.
+type nodeNames struct {
+	idx    map[string]int
+	prefix string
+	base   int
+	dense  bool // s.Nodes[k].Name == prefix + itoa(base+k) for every k
+	n      int
+	s      *cluster.Snapshot
+}
+
+func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
+	nn := nodeNames{idx: idx, n: len(s.Nodes), s: s}
+	if len(s.Nodes) == 0 || len(idx) != len(s.Nodes) {
+		return nn
+	}
+	first := s.Nodes[0].Name
+	p := len(first)
+	for p > 0 && isDigit(first[p-1]) {
+		p--
+	}
+	nn.prefix = first[:p]
+	base, ok := parseNodeNumber(first[p:])
+	if !ok {
+		return nn
+	}
+	nn.base = base
+	for k := range s.Nodes {
+		name := s.Nodes[k].Name
+		v, ok := parseNodeNumber(strings.TrimPrefix(name, nn.prefix))
+		if !ok || !strings.HasPrefix(name, nn.prefix) || v != base+k {
+			return nn
+		}
+	}
+	nn.dense = true
+	return nn
+}
+
+// parseNodeNumber reads a decimal number written as strconv.Itoa would
+// (no sign, no leading zero), of at most 9 digits.
+func parseNodeNumber(s string) (int, bool) {
+	if len(s) > 9 {
+		return 0, false
+	}
+	return parsePlainNumber(s)
+}
+
+// parsePlainNumber reads a decimal number of at most 18 digits written as
+// strconv.Itoa would (no sign, no leading zero).
+func parsePlainNumber(s string) (int, bool) {
+	if s == "" || len(s) > 18 || s[0] == '0' && len(s) > 1 {
+		return 0, false
+	}
+	v := 0
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		v = v*10 + int(s[i]-'0')
+	}
+	return v, true
+}
+
+// cmp is naturalCompare of nodes i and j's names: by index when the
+// names number consecutively, else by rank (naturalRanks), else by name.
+func (nn *nodeNames) cmp(i, j int, rank []int) int {
+	switch {
+	case nn.dense:
+		return cmp.Compare(i, j)
+	case rank != nil:
+		return cmp.Compare(rank[i], rank[j])
+	}
+	return naturalCompare(nn.s.Nodes[i].Name, nn.s.Nodes[j].Name)
+}
+
+// get is idx[name].
+func (nn *nodeNames) get(name string) (int, bool) {
+	if !nn.dense {
+		i, ok := nn.idx[name]
+		return i, ok
+	}
+	p := len(nn.prefix)
+	if len(name) <= p || len(name) > p+9 {
+		return 0, false
+	}
+	for i := 0; i < p; i++ { // cheaper than a string comparison for a short prefix
+		if name[i] != nn.prefix[i] {
+			return 0, false
+		}
+	}
+	if name[p] == '0' && len(name) > p+1 {
+		return 0, false
+	}
+	v := 0
+	for i := p; i < len(name); i++ {
+		c := name[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	if k := v - nn.base; 0 <= k && k < nn.n {
+		return k, true
+	}
+	return 0, false
+}
+
+// nodeAt is idx[name] (idx is nodeIndex(s)), first trying the node at
+// position k: partitions list their nodes in the order sinfo does, and
+// with no name twice in s the node found there is the one idx has.
+func nodeAt(s *cluster.Snapshot, idx map[string]int, k int, name string) (int, bool) {
+	if k < len(s.Nodes) && s.Nodes[k].Name == name && len(idx) == len(s.Nodes) {
+		return k, true
+	}
+	i, ok := idx[name]
+	return i, ok
+}
+
+// naturalRanks numbers the nodes of s in naturalCompare order, equal names
+// equal: comparing ranks gives what comparing names does, for less. Nodes
+// are listed in that order almost always (sinfo sorts them), which costs
+// one pass to check.
+func naturalRanks(s *cluster.Snapshot) []int {
+	n := len(s.Nodes)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	byName := func(a, b int) int { return naturalCompare(s.Nodes[a].Name, s.Nodes[b].Name) }
+	if !slices.IsSortedFunc(order, byName) {
+		slices.SortStableFunc(order, byName)
+	}
+	rank := make([]int, n)
+	for k, i := range order {
+		rank[i] = k
+		if k > 0 && byName(order[k-1], i) == 0 {
+			rank[i] = rank[order[k-1]]
+		}
+	}
+	return rank
 }
 
 // backfillWindows is BackfillWindows noting in h when the windows' shape
 // may change with the clock (claims start, holders end, the EASY shadow
 // moves); a nil h notes nothing. FreeAt is not tracked: Decide does not
 // read it.
-func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker) (Windows, error) {
+//
+// names is newNodeNames(s, nodeIndex(s)), if the caller has it; nil:
+// built here. With a
+// scratch, the result lives in it (Decide's); nil: allocated.
+func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, names *nodeNames, sc *scratch) (Windows, error) {
 	if s == nil {
 		return Windows{}, errors.New("policy: nil snapshot")
 	}
@@ -98,32 +261,40 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		horizon = cluster.Unlimited
 	}
 
-	c := calc{s: s, now: now, idx: make(map[string]int, len(s.Nodes)), h: h}
-	for i := range s.Nodes {
-		if _, dup := c.idx[s.Nodes[i].Name]; !dup {
-			c.idx[s.Nodes[i].Name] = i
-		}
+	if names == nil {
+		nn := newNodeNames(s, nodeIndex(s))
+		names = &nn
 	}
-	c.nodes = make([]nodeCalc, len(s.Nodes))
-	c.stamp = make([]int, len(s.Nodes))
+	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
+	if sc == nil {
+		sc = new(scratch)
+	}
+	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
+	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
 	candidates := c.scanJobs(opt.Exclude)
 
 	ours, missing := c.partitionNodes(part.Name)
-	c.ours = make([]bool, len(s.Nodes))
 	for _, i := range ours {
 		c.ours[i] = true
 	}
 	c.shadow(candidates)
 
-	out := Windows{Now: now, Partition: part.Name, Nodes: make([]NodeWindow, 0, len(ours)+len(missing))}
+	sorted := names.dense && len(missing) == 0
+	if sorted {
+		slices.Sort(ours) // the nodes' natural order is their order in s
+	}
+	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
 	for _, i := range ours {
 		out.Nodes = append(out.Nodes, c.window(i, part.Up, horizon))
 	}
 	for _, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
 	}
-	slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
+	if !sorted {
+		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
+	}
 	out.Windows = summarize(out.Nodes)
+	sc.windows = out.Nodes
 	return out, nil
 }
 
@@ -159,11 +330,14 @@ type calc struct {
 	s     *cluster.Snapshot
 	now   time.Time
 	idx   map[string]int // node name -> index in s.Nodes
+	names *nodeNames     // idx, faster
 	nodes []nodeCalc
 	ours  []bool
 	stamp []int // scratch for de-duplicating node sets
 	gen   int
 	h     *tracker
+	rank  []int // naturalRanks, once needed
+	sc    *scratch
 }
 
 // scanJobs records holders and Slurm's reservations on every node, and
@@ -176,7 +350,7 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 		switch {
 		case j.Holds():
 			for _, name := range j.Nodes {
-				i, ok := c.idx[name]
+				i, ok := c.names.get(name)
 				if !ok {
 					continue
 				}
@@ -200,7 +374,7 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 			if excluded {
 				if planned {
 					for _, name := range j.SchedNodes {
-						if i, ok := c.idx[name]; ok {
+						if i, ok := c.names.get(name); ok {
 							c.nodes[i].exclClaim = true
 						}
 					}
@@ -215,7 +389,7 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 				continue
 			}
 			for _, name := range j.SchedNodes {
-				if i, ok := c.idx[name]; ok {
+				if i, ok := c.names.get(name); ok {
 					n := &c.nodes[i]
 					n.slurmClaim = true
 					c.claim(n, j.Start, j.ID, false)
@@ -244,8 +418,8 @@ func (c *calc) partitionNodes(name string) (idx []int, missing []string) {
 		}
 	}
 	if p := c.s.Partition(name); p != nil {
-		for _, n := range p.Nodes {
-			if i, ok := c.idx[n]; ok {
+		for k, n := range p.Nodes {
+			if i, ok := nodeAt(c.s, c.idx, k, n); ok {
 				add(i)
 			} else if !slices.Contains(missing, n) {
 				missing = append(missing, n)
@@ -295,6 +469,7 @@ func (c *calc) freeAt(i int) time.Time {
 type shadowNode struct {
 	i       int
 	t       time.Time
+	tNs     int64 // t, to sort by
 	ours    bool
 	freeNow bool
 }
@@ -317,6 +492,13 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 	}
 	slices.SortStableFunc(candidates, func(a, b *cluster.Job) int { return cmp.Compare(b.Priority, a.Priority) })
 	lists := map[string]*shadowList{}
+	defer func() { // the largest list's memory goes back to the scratch
+		for _, l := range lists {
+			if cap(l.nodes) > cap(c.sc.shadow) {
+				c.sc.shadow = l.nodes
+			}
+		}
+	}()
 	for _, j := range candidates {
 		l, ok := lists[j.Partition]
 		if !ok {
@@ -365,6 +547,9 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	// De-duplicate across partitions.
 	c.gen++
 	l := &shadowList{}
+	if c.sc.shadow != nil {
+		l.nodes, c.sc.shadow = c.sc.shadow[:0], nil // one list at a time uses it
+	}
 	for _, i := range idx {
 		if c.stamp[i] == c.gen {
 			continue
@@ -380,10 +565,14 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			sn.t = n.endMax
 			c.h.flip(n.endMax) // then it counts as free now
 		}
+		sn.tNs = ns(sn.t)
 		l.nodes = append(l.nodes, sn)
 	}
+	if c.rank == nil && !c.names.dense {
+		c.rank = naturalRanks(c.s)
+	}
 	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
-		if r := a.t.Compare(b.t); r != 0 {
+		if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
 			return r
 		}
 		if a.ours != b.ours {
@@ -398,7 +587,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			}
 			return 1
 		}
-		return naturalCompare(c.s.Nodes[a.i].Name, c.s.Nodes[b.i].Name)
+		return c.names.cmp(a.i, b.i, c.rank)
 	})
 	return l
 }
@@ -501,6 +690,9 @@ func Reserves(reason string) bool {
 // naturalCompare orders host names with digit runs compared as numbers,
 // so c2 sorts before c10.
 func naturalCompare(a, b string) int {
+	if a == b {
+		return 0
+	}
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		if isDigit(a[i]) && isDigit(b[j]) {
@@ -511,7 +703,19 @@ func naturalCompare(a, b string) int {
 			for j < len(b) && isDigit(b[j]) {
 				j++
 			}
-			na, nb := strings.TrimLeft(a[si:i], "0"), strings.TrimLeft(b[sj:j], "0")
+			for si < i-1 && a[si] == '0' { // leading zeros, as TrimLeft(.., "0")
+				si++
+			}
+			for sj < j-1 && b[sj] == '0' {
+				sj++
+			}
+			na, nb := a[si:i], b[sj:j]
+			if na == "0" {
+				na = ""
+			}
+			if nb == "0" {
+				nb = ""
+			}
 			if r := cmp.Compare(len(na), len(nb)); r != 0 {
 				return r
 			}

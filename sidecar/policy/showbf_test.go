@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -431,6 +433,77 @@ func TestNaturalCompare(t *testing.T) {
 	}
 }
 
+// naturalCompareRef is naturalCompare written another way: split both
+// names into runs of digits and of other bytes, compare run by run
+// (numbers by value, as zero-trimmed digit strings by length then bytes;
+// other runs byte by byte, a digit run against another run by its first
+// byte), then by what is left, then as plain strings.
+func naturalCompareRef(a, b string) int {
+	runs := func(s string) []string {
+		var out []string
+		for i := 0; i < len(s); {
+			j := i + 1
+			if isDigit(s[i]) {
+				for j < len(s) && isDigit(s[j]) {
+					j++
+				}
+			}
+			out = append(out, s[i:j]) // a digit run, or one other byte
+			i = j
+		}
+		return out
+	}
+	ra, rb := runs(a), runs(b)
+	for k := 0; k < len(ra) && k < len(rb); k++ {
+		x, y := ra[k], rb[k]
+		if isDigit(x[0]) && isDigit(y[0]) {
+			nx, ny := strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
+			if c := cmp.Or(cmp.Compare(len(nx), len(ny)), strings.Compare(nx, ny)); c != 0 {
+				return c
+			}
+			continue
+		}
+		if x[0] != y[0] {
+			return cmp.Compare(x[0], y[0])
+		}
+		if x != y { // a digit run against the same digit alone: cannot be
+			return strings.Compare(x, y)
+		}
+	}
+	rest := func(r []string, k int) int {
+		n := 0
+		for _, x := range r[k:] {
+			n += len(x)
+		}
+		return n
+	}
+	m := min(len(ra), len(rb))
+	if c := cmp.Compare(rest(ra, m), rest(rb, m)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func TestNaturalCompareMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	gen := func() string {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteByte("00129cx-"[rng.IntN(8)])
+		}
+		return b.String()
+	}
+	for range 200000 {
+		a, b := gen(), gen()
+		if rng.IntN(4) == 0 {
+			b = a[:rng.IntN(len(a)+1)] + b // a common prefix
+		}
+		if got, want := naturalCompare(a, b), naturalCompareRef(a, b); got != want {
+			t.Fatalf("naturalCompare(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+}
+
 func TestFormatDuration(t *testing.T) {
 	for _, tc := range []struct {
 		d    time.Duration
@@ -493,6 +566,81 @@ func BenchmarkBackfillWindows10k(b *testing.B) {
 	for b.Loop() {
 		if _, err := BackfillWindows(s, now, opt); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestNodeNames: the fast lookup finds what the map finds, for node sets
+// that number consecutively (read by number) and that do not.
+func TestNodeNames(t *testing.T) {
+	probes := []string{"", "c", "c0", "c1", "c01", "c2", "c3", "c4", "c10", "c+1", "c-1", "d1", "1", "c1x", "rack1-n1", "rack1-n2", "rack1-n02", "n7", "n8", "n10", "c9999999999"}
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		dense bool
+	}{
+		{"c1-3", []string{"c1", "c2", "c3"}, true},
+		{"from zero", []string{"c0", "c1", "c2"}, true},
+		{"rack prefix", []string{"rack1-n1", "rack1-n2"}, true},
+		{"numbers only", []string{"1", "2"}, true},
+		{"gap", []string{"c1", "c3"}, false},
+		{"unsorted", []string{"c2", "c1"}, false},
+		{"leading zero", []string{"c01", "c02"}, false},
+		{"two prefixes", []string{"c1", "d2"}, false},
+		{"twice", []string{"c1", "c1"}, false},
+		{"no number", []string{"login", "c2"}, false},
+		{"from 7", []string{"n7", "n8", "n9", "n10"}, true},
+		{"none", nil, false},
+	} {
+		s := &cluster.Snapshot{}
+		for _, n := range tc.nodes {
+			s.Nodes = append(s.Nodes, cluster.Node{Name: n})
+		}
+		idx := nodeIndex(s)
+		nn := newNodeNames(s, idx)
+		if nn.dense != tc.dense {
+			t.Errorf("%s: dense %v, want %v", tc.name, nn.dense, tc.dense)
+		}
+		rank := naturalRanks(s)
+		for i := range tc.nodes {
+			for j := range tc.nodes {
+				want := naturalCompare(tc.nodes[i], tc.nodes[j])
+				if got := nn.cmp(i, j, nil); got != want {
+					t.Errorf("%s: cmp(%d, %d) = %d, want %d", tc.name, i, j, got, want)
+				}
+				if got := nn.cmp(i, j, rank); !nn.dense && got != want {
+					t.Errorf("%s: cmp(%d, %d) by rank = %d, want %d", tc.name, i, j, got, want)
+				}
+			}
+		}
+		for _, p := range append(probes, tc.nodes...) {
+			i, ok := nn.get(p)
+			wi, wok := idx[p]
+			if i != wi || ok != wok {
+				t.Errorf("%s: get(%q) = %d, %v; the map has %d, %v", tc.name, p, i, ok, wi, wok)
+			}
+		}
+	}
+}
+
+// TestPlainNumbersCompareNaturally: cancelOrder compares pilot IDs that
+// parsePlainNumber reads as numbers; naturalCompare must agree.
+func TestPlainNumbersCompareNaturally(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	ids := []string{"0", "1", "9", "10", "1099511627777", "999999999999999999", "1000000000000000000", "01", "1x", "-1", ""}
+	for range 1000 {
+		ids = append(ids, strconv.FormatInt(rng.Int64N(1<<rng.IntN(62)+1), 10))
+	}
+	for _, a := range ids {
+		for _, b := range ids[:50] {
+			x, okA := parsePlainNumber(a)
+			y, okB := parsePlainNumber(b)
+			if okA && okB && cmp.Compare(x, y) != naturalCompare(a, b) {
+				t.Errorf("%q vs %q: as numbers %d, naturalCompare %d", a, b, cmp.Compare(x, y), naturalCompare(a, b))
+			}
+			if v, ok := parsePlainNumber(a); ok && strconv.Itoa(v) != a {
+				t.Errorf("parsePlainNumber(%q) = %d", a, v)
+			}
 		}
 	}
 }

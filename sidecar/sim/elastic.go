@@ -204,8 +204,8 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		return nil, err
 	}
 	scfg := cfg.Sim
-	if scfg.Policy != SlurmLike {
-		return nil, fmt.Errorf("sim: elastic modes need the slurm-like scheduler, not %v", scfg.Policy)
+	if scfg.Policy != SlurmLike && (cfg.Mode != SlurmOnly || cfg.Backlog > 0) {
+		return nil, fmt.Errorf("sim: glean's pilots need the slurm-like scheduler, not %v (the others run SLURM-only without a backlog)", scfg.Policy)
 	}
 	sp, err := scfg.Slurm.resolve()
 	if err != nil {
@@ -213,6 +213,10 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	}
 	res := &ElasticResult{Mode: cfg.Mode, Policy: pcfg, TasksPer: cfg.Tasks, Cycle: sp.BFInterval, KillWait: sp.KillWait,
 		Scheduler: fmt.Sprintf("slurm-like (main scheduler + backfill), rounds every bf_interval %v", sp.BFInterval)}
+	if scfg.Policy != SlurmLike {
+		res.Scheduler = fmt.Sprintf("%v (no pilots; jobs killed at their limits)", scfg.Policy)
+		res.KillWait = 0
+	}
 
 	// The engine's workload: SlurmOnly and Fair keep the calibration jobs
 	// (rigid, or the base); the others drop them.

@@ -254,14 +254,42 @@ func BenchmarkElasticThesis(b *testing.B) {
 		w := thesisList(b, n)
 		for _, m := range ElasticModes {
 			b.Run(fmt.Sprintf("list%d/%s", n, m), func(b *testing.B) {
+				events := 0
 				for b.Loop() {
-					if _, err := RunElastic(w, elasticCfg(m)); err != nil {
+					r, err := RunElastic(w, elasticCfg(m))
+					if err != nil {
 						b.Fatal(err)
 					}
+					events += r.Sched.Events
 				}
+				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 			})
 		}
 	}
+}
+
+// elasticRun is one elastic simulation to run in a test.
+type elasticRun struct {
+	name string
+	w    *workload.Workload
+	cfg  ElasticConfig
+}
+
+// thesisRuns are both thesis lists in every mode, with and without a
+// 10-minute backlog.
+func thesisRuns(tb testing.TB) []elasticRun {
+	var runs []elasticRun
+	for _, n := range []int{1, 2} {
+		w := thesisList(tb, n)
+		for _, m := range ElasticModes {
+			for _, bl := range []time.Duration{0, 10 * time.Minute} {
+				cfg := elasticCfg(m)
+				cfg.Backlog = bl
+				runs = append(runs, elasticRun{fmt.Sprintf("list%d/%v/backlog-%v", n, m, bl), w, cfg})
+			}
+		}
+	}
+	return runs
 }
 
 // TestSkippedRoundsChangeNothing: skipping rounds over unchanged states
@@ -270,28 +298,13 @@ func BenchmarkElasticThesis(b *testing.B) {
 // and on a KTH-SP2 prefix with a backlog; and the policy, run in the
 // skipped rounds anyway, would have done nothing in any of them.
 func TestSkippedRoundsChangeNothing(t *testing.T) {
-	type run struct {
-		name string
-		w    *workload.Workload
-		cfg  ElasticConfig
-	}
-	var runs []run
-	for _, n := range []int{1, 2} {
-		w := thesisList(t, n)
-		for _, m := range ElasticModes {
-			for _, bl := range []time.Duration{0, 10 * time.Minute} {
-				cfg := elasticCfg(m)
-				cfg.Backlog = bl
-				runs = append(runs, run{fmt.Sprintf("list%d/%v/backlog-%v", n, m, bl), w, cfg})
-			}
-		}
-	}
+	runs := thesisRuns(t)
 	if !testing.Short() {
 		kth := loadSWF(t, "KTH-SP2-1996-2.1-cln.swf.gz")
 		kth.Jobs = kth.Jobs[:1500]
 		cfg := elasticCfg(SlurmOnly)
 		cfg.Backlog = 10 * time.Minute
-		runs = append(runs, run{"kth-1500/backlog", kth, cfg})
+		runs = append(runs, elasticRun{"kth-1500/backlog", kth, cfg})
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {

@@ -39,12 +39,23 @@ func TestEASYReferenceFigures(t *testing.T) {
 		wait, bsld, util string // as printed in the README
 	}{
 		{"KTH-SP2-1996-2.1-cln.swf.gz", 100, 28467, "6889.3", "90.38", "0.701"},
-		// The README prints a mean bsld of 1.99; this simulator gets 1.98454.
-		// Wait and utilization agree. Only 107 of the 36,600 jobs wait at
-		// all, so a single differing decision is enough; no tie rule tried
-		// (queue order at equal submit times, running-job order at equal
-		// estimated ends, <= or < at the shadow time, per-event passes)
-		// reproduces it without breaking the other three traces.
+		// The README prints a mean bsld of 1.99; this simulator gets 1.98454
+		// (wait and utilization agree). The cause is the order of jobs
+		// submitted in the same second, which the README's conventions leave
+		// open: here ties go by job number. Shuffling the jobs within each
+		// second at random, 4 of 1,000 orders give the README's 28.0, 1.99
+		// and 0.705; no natural order does (by job number either way, size,
+		// estimate, run time, user). Nothing else moves LLNL from 1.98454
+		// without breaking the other traces: 64 EASY variants (tie orders of
+		// running jobs, < or <= at the shadow time, the extra nodes counting
+		// every job that ends at it, a pass per event, one scan or restarts),
+		// estimates below the run time, kills at the limit, field 8 first,
+		// float32 times, heap-ordered events; the bound written as
+		// (wait + max(run, 10)) / max(run, 10) gives 1.99 here but 90.39,
+		// 590.10 and 256.54 on the others; keeping the 2,607 records that
+		// did not run in the queue gives 1.99 but a 30.2 s mean wait.
+		// docs/simulator.md has the table. The test asserts what the stated
+		// conventions plus "ties by job number" give.
 		{"LLNL-Atlas-2006-2.1-cln.swf.gz", 9216, 36600, "28.0", "1.98", "0.705"},
 		{"lublin_256.swf.gz", 256, 10000, "97156.0", "590.05", "0.936"},
 		{"lublin_256_new2.swf.gz", 256, 10000, "9694.3", "256.49", "0.603"},
@@ -138,9 +149,13 @@ func TestThesisSlurmOnly(t *testing.T) {
 func BenchmarkSlurmLikeKTH(b *testing.B) {
 	w := loadSWF(b, "KTH-SP2-1996-2.1-cln.swf.gz")
 	b.ReportAllocs()
+	events := 0
 	for b.Loop() {
-		if _, err := Run(w, Config{Policy: SlurmLike}); err != nil {
+		r, err := Run(w, Config{Policy: SlurmLike})
+		if err != nil {
 			b.Fatal(err)
 		}
+		events += r.Events
 	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }

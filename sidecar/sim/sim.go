@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/workload"
@@ -62,6 +63,19 @@ func (p Policy) String() string {
 		return "slurm"
 	}
 	return "invalid"
+}
+
+// Policies are the schedulers, in the order ParsePolicy lists them.
+var Policies = []Policy{SlurmLike, EASY, Conservative, FCFS}
+
+// ParsePolicy parses slurm, easy, conservative or fcfs.
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range Policies {
+		if strings.EqualFold(s, p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("sim: unknown scheduler %q (want slurm, easy, conservative or fcfs)", s)
 }
 
 // Estimates says what the scheduler plans with and what a job occupies.

@@ -87,6 +87,11 @@ type slurmLike struct {
 	planStart map[*job]time.Duration
 	planNodes map[*job][]span
 	planned   bitset
+	// The plan before the last pass, to tell whether the pass changed
+	// what a snapshot shows.
+	prevStart   map[*job]time.Duration
+	prevNodes   map[*job][]span
+	prevPlanned bitset
 
 	slots     []slot
 	windowEnd time.Duration
@@ -100,14 +105,17 @@ type slurmLike struct {
 
 func newSlurmLike(size int, p SlurmParams) *slurmLike {
 	b := &slurmLike{
-		p:         p,
-		planStart: make(map[*job]time.Duration),
-		planNodes: make(map[*job][]span),
-		planned:   newBitset(size),
-		all:       newBitset(size),
-		avail:     newBitset(size),
-		cand:      newBitset(size),
-		pickSet:   newBitset(size),
+		p:           p,
+		planStart:   make(map[*job]time.Duration),
+		planNodes:   make(map[*job][]span),
+		planned:     newBitset(size),
+		prevStart:   make(map[*job]time.Duration),
+		prevNodes:   make(map[*job][]span),
+		prevPlanned: newBitset(size),
+		all:         newBitset(size),
+		avail:       newBitset(size),
+		cand:        newBitset(size),
+		pickSet:     newBitset(size),
 	}
 	b.all.setRange(0, size)
 	return b
@@ -157,10 +165,17 @@ func (b *slurmLike) pass(s *State) {
 // (by their time limits) and of the reservations made so far in this pass;
 // a job that can start now starts, the others reserve their nodes.
 func (b *slurmLike) backfill(s *State) {
-	s.version++
+	b.prevStart, b.planStart = b.planStart, b.prevStart
+	b.prevNodes, b.planNodes = b.planNodes, b.prevNodes
+	copy(b.prevPlanned, b.planned)
 	clear(b.planStart)
 	clear(b.planNodes)
 	clear(b.planned)
+	defer func() {
+		if !b.samePlan() {
+			s.version++ // a start in the pass counts itself
+		}
+	}()
 	b.resetPlan(s.now)
 	tested := 0
 	for _, j := range s.queue {
@@ -382,4 +397,24 @@ func (b *slurmLike) split(t time.Duration) int {
 		b.slots = slices.Insert(b.slots, i, slot{t: t, avail: b.newSet(b.slots[i-1].avail)})
 	}
 	return i
+}
+
+// samePlan reports whether the last pass planned what the one before did:
+// the same expected starts and nodes, the same planned nodes. Then a
+// snapshot shows nothing new.
+func (b *slurmLike) samePlan() bool {
+	if len(b.planStart) != len(b.prevStart) || len(b.planNodes) != len(b.prevNodes) || !slices.Equal(b.planned, b.prevPlanned) {
+		return false
+	}
+	for j, t := range b.planStart {
+		if u, ok := b.prevStart[j]; !ok || u != t {
+			return false
+		}
+	}
+	for j, n := range b.planNodes {
+		if m, ok := b.prevNodes[j]; !ok || !slices.Equal(m, n) {
+			return false
+		}
+	}
+	return true
 }

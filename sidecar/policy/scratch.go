@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"sync"
+	"time"
+)
+
+// scratch is the memory one decision works in: its maps and per-node and
+// per-pilot slices, kept between decisions (scratchPool) so that a caller
+// deciding every cycle, the simulator above all, does not allocate them
+// afresh each time. Nothing in it outlives the decision or reaches its
+// result: every piece is cleared before use, so a decision reads nothing
+// an earlier one left.
+type scratch struct {
+	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
+	exclude, started                            map[string]bool
+
+	pilots                                    []Pilot
+	pilotOn, wAt, pend                        []int
+	gone, targeted, held, heldNever, consumed []bool
+	heldEnd                                   []time.Time
+	wClaim, eClaim                            []rankClaim
+	startedRank                               []bool
+	sched                                     []int // planned: a plan\'s nodes
+	pkeys                                     []pilotKey
+	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
+	slots                                     []topSlot
+
+	// backfillWindows
+	nodes   []nodeCalc
+	stamp   []int
+	ours    []bool
+	windows []NodeWindow
+	shadow  []shadowNode
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// reuse returns s as n zero values, reallocated only if too small. A nil
+// scratch slice (no scratch) gets a fresh one.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// reuseMap returns m emptied, or a new map.
+func reuseMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return make(map[K]V)
+	}
+	clear(m)
+	return m
+}
