@@ -9,6 +9,7 @@
 #       --nodes N        compute nodes c1..cN (default 24); one more node, g1, serves the `glean` partition
 #       --select S       linear (default) or cons_tres (4 CPUs per node, CR_CPU)
 #       --bf-interval S  backfill interval in seconds (default 1)
+#       --sched-interval S  the main scheduler's full runs, in seconds (default 1; Slurm's own is 60)
 #       --port-base P    first port to use (default: a free block is found)
 #       --spank PATH     load this SPANK plugin (e.g. spank/glean.so): `optional PATH` in the
 #                        cluster's plugstack.conf, read by sbatch/salloc/srun and slurmstepd alike
@@ -90,7 +91,7 @@ claim_ports() {
 }
 
 write_config() {
-	local dir=$1 nodes=$2 select=$3 bf=$4 base=$5 spank=$6
+	local dir=$1 nodes=$2 select=$3 bf=$4 base=$5 spank=$6 sched=$7
 	local cpus=1 selparams=""
 	if [ "$select" = cons_tres ]; then
 		cpus=4
@@ -121,7 +122,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
 SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=$bf,sched_interval=1,bf_resolution=1
+SchedulerParameters=bf_interval=$bf,sched_interval=$sched,bf_resolution=1
 SelectType=select/$select
 $selparams
 SlurmdParameters=config_overrides
@@ -168,18 +169,23 @@ all_idle() {
 cmd_up() {
 	local dir=$1
 	shift
-	local nodes=24 select=linear bf=1 base="" spank=""
+	local nodes=24 select=linear bf=1 sched=1 base="" spank=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--nodes) nodes=$2; shift 2 ;;
 		--select) select=$2; shift 2 ;;
 		--bf-interval) bf=$2; shift 2 ;;
+		--sched-interval) sched=$2; shift 2 ;;
 		--port-base) base=$2; shift 2 ;;
 		--spank) spank=$2; shift 2 ;;
 		*) die "unknown option $1 (see the header of $0)" ;;
 		esac
 	done
 	case "$select" in linear | cons_tres) ;; *) die "--select must be linear or cons_tres, not $select" ;; esac
+	local v
+	for v in "$bf" "$sched"; do
+		[[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] || die "--bf-interval and --sched-interval must be whole seconds >= 1, not $v"
+	done
 	if ! [[ "$nodes" =~ ^[0-9]+$ ]] || [ "$nodes" -lt 1 ] || [ "$nodes" -gt 480 ]; then
 		die "--nodes must be 1..480, not $nodes"
 	fi
@@ -199,7 +205,7 @@ cmd_up() {
 	mkdir -p "$dir/munge" "$dir/state" "$dir/log" "$dir/spool"
 	chmod 700 "$dir/munge"
 	[ -n "$base" ] || base=$(claim_ports $((nodes + 12)) "$dir")
-	write_config "$dir" "$nodes" "$select" "$bf" "$base" "$spank"
+	write_config "$dir" "$nodes" "$select" "$bf" "$base" "$spank" "$sched"
 	local i
 	for i in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/c$i"; done
 	mkdir -p "$dir/spool/g1"
@@ -285,5 +291,5 @@ ctld-start) [ $# -eq 2 ] || die "usage: $0 ctld-start DIR"; cmd_ctld_start "$2" 
 up) [ $# -ge 2 ] || die "usage: $0 up DIR [options]"; cmd_up "${@:2}" ;;
 down) [ $# -eq 2 ] || die "usage: $0 down DIR"; cmd_down "$2" ;;
 env) [ $# -eq 2 ] || die "usage: $0 env DIR"; echo "export SLURM_CONF=$2/slurm.conf" ;;
-*) die "usage: $0 install | up DIR [--nodes N] [--select linear|cons_tres] [--bf-interval S] [--port-base P] [--spank PATH] | down DIR | env DIR | ctld-stop DIR | ctld-start DIR" ;;
+*) die "usage: $0 install | up DIR [--nodes N] [--select linear|cons_tres] [--bf-interval S] [--sched-interval S] [--port-base P] [--spank PATH] | down DIR | env DIR | ctld-stop DIR | ctld-start DIR" ;;
 esac

@@ -41,7 +41,9 @@ type Release struct {
 // shrink gives node n of running job j back now, as `scontrol update
 // JobId=<j> NodeList=<the others>` does in Slurm (which can shrink a running
 // job): the elastic driver's base job whose work ran out on that node. A
-// job keeps at least one node (end it instead).
+// job keeps at least one node (end it instead). To the scheduler it is
+// like a job's end: the freed node is used at the main scheduler's next
+// tick (tests/pilotqueue checks it on the loopback Slurm).
 func (s *State) shrink(j *job, n int) {
 	if !j.began || j.nodes <= 1 {
 		return
@@ -79,6 +81,14 @@ func (s *State) shrink(j *job, n int) {
 	s.free++
 	s.idle.setRange(n, 1)
 	s.version++
+	// slurmctld answers the update RPC with queue_job_scheduler()
+	// (_slurm_rpc_update_job in proc_req.c), as it does a job's end: the
+	// main scheduler runs at its next tick, and backfill sees a change.
+	// The pass at this instant has run: ask for another.
+	if s.bf != nil {
+		s.bf.ended(s, j)
+		s.ev.add(event{t: s.now, kind: evWake})
+	}
 }
 
 // fix restores the heap after element i changed.

@@ -28,7 +28,10 @@ type Options struct {
 	Nodes      int    // compute nodes c1..cN; default 24
 	Select     string // "linear" (default) or "cons_tres"
 	BFInterval int    // seconds; default 1
-	Spank      string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
+	// SchedInterval is the main scheduler's sched_interval in seconds;
+	// default 1 (Slurm's own default is 60).
+	SchedInterval int
+	Spank         string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
 }
 
 // Cluster is a running loopback cluster.
@@ -71,6 +74,9 @@ func Up(opt Options) (*Cluster, error) {
 	if opt.BFInterval == 0 {
 		opt.BFInterval = 1
 	}
+	if opt.SchedInterval == 0 {
+		opt.SchedInterval = 1
+	}
 	// Unix socket paths are limited to 108 bytes: keep the directory short.
 	dir, err := os.MkdirTemp("/tmp", "gls-")
 	if err != nil {
@@ -79,7 +85,7 @@ func Up(opt Options) (*Cluster, error) {
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Nodes: opt.Nodes}
 	start := time.Now()
 	args := []string{"up", dir, "--nodes", fmt.Sprint(opt.Nodes),
-		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval)}
+		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval), "--sched-interval", fmt.Sprint(opt.SchedInterval)}
 	if opt.Spank != "" {
 		args = append(args, "--spank", opt.Spank)
 	}
@@ -351,10 +357,26 @@ func (c *Cluster) CancelAll(tb testing.TB) {
 // BackfillCycles returns sdiag's count of completed backfill cycles.
 func (c *Cluster) BackfillCycles(tb testing.TB) int {
 	tb.Helper()
+	return c.sdiagCycles(tb, "Backfilling stats", "")
+}
+
+// MainCycles returns sdiag's count of the main scheduler's runs.
+func (c *Cluster) MainCycles(tb testing.TB) int {
+	tb.Helper()
+	return c.sdiagCycles(tb, "Main schedule statistics", "Backfilling stats")
+}
+
+// sdiagCycles reads "Total cycles:" from sdiag's section that starts at
+// header (and ends at next, if given).
+func (c *Cluster) sdiagCycles(tb testing.TB, header, next string) int {
+	tb.Helper()
 	out := c.Run(tb, "sdiag")
-	_, rest, ok := strings.Cut(out, "Backfilling stats")
+	_, rest, ok := strings.Cut(out, header)
 	if !ok {
-		tb.Fatalf("sdiag printed no backfilling stats:\n%s", out)
+		tb.Fatalf("sdiag printed no %q:\n%s", header, out)
+	}
+	if next != "" {
+		rest, _, _ = strings.Cut(rest, next)
 	}
 	for _, line := range strings.Split(rest, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Total cycles:"); ok {
@@ -364,7 +386,7 @@ func (c *Cluster) BackfillCycles(tb testing.TB) int {
 			}
 		}
 	}
-	tb.Fatalf("sdiag printed no backfill cycle count:\n%s", out)
+	tb.Fatalf("sdiag printed no cycle count under %q:\n%s", header, out)
 	return 0
 }
 
