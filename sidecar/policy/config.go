@@ -120,7 +120,9 @@ type Config struct {
 	RetireHorizon time.Duration
 	// MinPilotTime is the shortest pilot worth submitting (at least a
 	// minute: Slurm's unit, and --time=0 would mean no limit). A pilot is
-	// also never shorter than its job's TaskTime plus TaskSlack.
+	// also never shorter than its job's TaskTime plus TaskSlack. 2m by
+	// default, as gleand's min_pilot_time: with short tasks a window of
+	// 2-5 minutes is worth a pilot.
 	MinPilotTime time.Duration
 	// TaskSlack is what a pilot needs beyond the run time of its tasks,
 	// once per pilot: the daemon's agent starts a task only if it ends
@@ -153,7 +155,7 @@ func DefaultConfig() Config {
 		PendingTimeoutStep: 30 * time.Second,
 		PendingTimeoutMax:  10 * time.Minute,
 		RetireHorizon:      5 * time.Minute,
-		MinPilotTime:       5 * time.Minute,
+		MinPilotTime:       2 * time.Minute,
 		MiniTime:           2 * time.Minute,
 		MiniNode:           Eq51(),
 	}

@@ -222,7 +222,7 @@ func TestDecideHarvest(t *testing.T) {
 			name: "a short work cap is raised to MinPilotTime",
 			snap: open(),
 			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 1, 0, time.Minute)}},
-			want: []Action{sub("e1", "n1", 5*time.Minute)},
+			want: []Action{sub("e1", "n1", 2*time.Minute)},
 		},
 		{
 			name: "unknown task time and no reservation: unlimited",
