@@ -78,6 +78,7 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		return err
 	}
 	defer records.Close()
+	records.Log = log
 	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}}
 	var priv interface {
 		daemon.Privileged
@@ -91,6 +92,7 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 	if fail != nil {
 		log.Warn("a failpoint is armed: gleand will kill itself there (crash tests)", "failpoint", os.Getenv(failpoint.EnvVar))
 	}
+	records.Fail = fail
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
 		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, Fail: fail},
 		records, &daemon.SlurmQueue{R: client.R}, priv, &daemon.SnapshotSizer{C: client}, log)

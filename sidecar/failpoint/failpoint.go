@@ -48,6 +48,26 @@ func Parse(v string) *Set {
 	return &Set{name: name, at: at, kill: func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }}
 }
 
+// WithKill replaces how an armed point kills the process (tests of other
+// packages: a kill that panics, recovered by the test). It returns s.
+func (s *Set) WithKill(kill func()) *Set {
+	if s != nil {
+		s.kill = kill
+	}
+	return s
+}
+
+// Armed reports whether the next Hit(name) fires: for points that must
+// do something first to look like a crash there (write half a line).
+func (s *Set) Armed(name string) bool {
+	if s == nil || name != s.name {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits+1 == s.at
+}
+
 // Hit marks that the process reached point name; the armed point's n-th
 // hit kills the process at once, as a power cut would.
 func (s *Set) Hit(name string) {

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 )
 
 // The daemon's own records: jobs/<uid>.<id>/ with job.json (the job as the
@@ -121,6 +124,12 @@ func (r *Record) DirName() string { return RecordName(r.UID, r.ID) }
 type Records struct {
 	root *os.Root
 	dir  string
+
+	// Log reports what the records' readers skip (journal lines that do
+	// not parse); nil: not reported.
+	Log *slog.Logger
+	// Fail is the crash tests' failpoint set (nil: none).
+	Fail *failpoint.Set
 }
 
 // Init creates the spool's top directories if missing: users/ (setgid gid,
@@ -232,49 +241,126 @@ type Event struct {
 }
 
 // Journal appends one event to the record's journal and fsyncs it. The
-// journal is append-only: results are committed here once (later issues).
+// journal is append-only: results are committed here once. A line is in
+// the journal whole or not at all: a write that fails part-way (ENOSPC
+// after a short write) is cut off again (ftruncate to the size before,
+// fsynced), and a fragment left by a crash in the middle of a write (a
+// journal that does not end in '\n') is cut off before the next line is
+// appended, so that a committed line is never glued onto a torn one and
+// lost when read.
 func (rs *Records) Journal(r *Record, ev Event) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
-	f, err := rs.root.OpenFile(filepath.Join(r.DirName(), JournalFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := rs.root.OpenFile(filepath.Join(r.DirName(), JournalFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	_, werr := f.Write(append(line, '\n'))
+	werr := appendLine(f, append(line, '\n'), rs.Fail)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("spool: journal %s: %w", r.DirName(), werr)
+	}
+	return nil
+}
+
+// appendLine appends one whole line to f (opened O_APPEND, read-write)
+// and fsyncs it; see Journal.
+func appendLine(f *os.File, line []byte, fail *failpoint.Set) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size, err := repairTail(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("repairing a torn last line: %w", err)
+	}
+	if fail.Armed("journal/half-line") {
+		// A crash in the middle of the write: half of the line is on disk.
+		if _, err := f.Write(line[:len(line)/2]); err == nil {
+			_ = f.Sync()
+		}
+		fail.Hit("journal/half-line")
+	}
+	_, werr := f.Write(line)
 	if werr == nil {
 		werr = f.Sync()
 	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+	if werr != nil {
+		// Take the part that was written back, so that no fragment stays.
+		if err := f.Truncate(size); err != nil {
+			return fmt.Errorf("%w (and cutting the partial line off failed: %v)", werr, err)
+		}
+		_ = f.Sync()
 	}
 	return werr
 }
 
-// ReadJournal returns a record's events.
+// repairTail cuts off a last line without its '\n' (a write torn by a
+// crash) and returns the journal's size after it.
+func repairTail(f *os.File, size int64) (int64, error) {
+	if size == 0 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return size, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	// Find the last complete line, reading back in blocks.
+	end := size
+	buf := make([]byte, 4096)
+	for end > 0 {
+		n := int64(len(buf))
+		if n > end {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return size, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if err := f.Truncate(end); err != nil {
+		return size, err
+	}
+	return end, f.Sync()
+}
+
+// ReadJournal returns a record's events; lines that do not parse are
+// skipped and logged (rs.Log).
 func (rs *Records) ReadJournal(name string) ([]Event, error) {
 	f, err := rs.root.Open(filepath.Join(name, JournalFile))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordBytes))
-	if err != nil {
-		return nil, err
-	}
 	var evs []Event
-	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		if len(l) == 0 {
-			continue
+	_, err = scanEvents(io.LimitReader(f, maxRecordBytes), rs.badLine(name), func(ev Event) { evs = append(evs, ev) })
+	return evs, err
+}
+
+// badLine reports a journal line of record name that does not parse.
+func (rs *Records) badLine(name string) func(off int64, err error) {
+	return badLineLogger(rs.Log, name)
+}
+
+// badLineLogger logs a journal line that does not parse (log nil: not at
+// all).
+func badLineLogger(log *slog.Logger, name string) func(off int64, err error) {
+	return func(off int64, err error) {
+		if log != nil {
+			log.Error("journal: a line that does not parse is skipped", "journal", name, "offset", off, "err", err)
 		}
-		var ev Event
-		if err := json.Unmarshal(l, &ev); err != nil {
-			return evs, fmt.Errorf("journal %s: %w", name, err)
-		}
-		evs = append(evs, ev)
 	}
-	return evs, nil
 }
 
 // Get reads one record by directory name.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,6 +215,8 @@ type Work struct {
 	// taker can start the task first: on a busy disk an fsync waits for
 	// the filesystem's journal, tens to hundreds of milliseconds.
 	SyncLater bool
+	// Log reports journal lines that do not parse (nil: not reported).
+	Log *slog.Logger
 }
 
 // OpenWork creates (if needed) and opens uid's work directory for entry
@@ -385,7 +388,7 @@ func (w *Work) Events() ([]TaskEvent, error) {
 	}
 	defer f.Close()
 	var out []TaskEvent
-	_, err = scanEvents(f, func(ev Event) {
+	_, err = scanEvents(f, badLineLogger(w.Log, w.journal), func(ev Event) {
 		if ev.Task != nil {
 			out = append(out, *ev.Task)
 		}
@@ -442,7 +445,7 @@ func (w *Work) readJournal() error {
 	if _, err := f.Seek(w.jOff, io.SeekStart); err != nil {
 		return err
 	}
-	n, err := scanEvents(f, func(ev Event) {
+	n, err := scanEvents(f, badLineLogger(w.Log, w.journal), func(ev Event) {
 		if ev.Task != nil && ev.Task.Final {
 			w.finished[ev.Task.Index] = true
 		}
@@ -452,8 +455,11 @@ func (w *Work) readJournal() error {
 }
 
 // scanEvents calls fn for each complete line and returns the bytes
-// consumed (a line being appended is left for the next read).
-func scanEvents(r io.Reader, fn func(Event)) (int64, error) {
+// consumed (a line being appended is left for the next read). A complete
+// line that does not parse is passed to bad (its byte offset in r), never
+// skipped silently: the daemon's journal repair makes one impossible, so
+// one is a sign of damage.
+func scanEvents(r io.Reader, bad func(off int64, err error), fn func(Event)) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var n int64
 	for {
@@ -464,11 +470,17 @@ func scanEvents(r io.Reader, fn func(Event)) (int64, error) {
 			}
 			return n, err
 		}
-		n += int64(len(line))
 		var ev Event
-		if json.Unmarshal(bytes.TrimSpace(line), &ev) == nil {
-			fn(ev)
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if err := json.Unmarshal(t, &ev); err != nil {
+				if bad != nil {
+					bad(n, fmt.Errorf("%w: %q", err, clip(string(t))))
+				}
+			} else {
+				fn(ev)
+			}
 		}
+		n += int64(len(line))
 	}
 }
 
@@ -668,7 +680,7 @@ func (rs *Records) TaskEvents(name string) ([]TaskEvent, error) {
 	}
 	defer f.Close()
 	var out []TaskEvent
-	_, err = scanEvents(f, func(ev Event) {
+	_, err = scanEvents(f, rs.badLine(name), func(ev Event) {
 		if ev.Task != nil {
 			out = append(out, *ev.Task)
 		}

@@ -367,8 +367,13 @@ func TestSpoolFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := time.Now()
-	// Full for 10 s while tasks end and want to write their results.
-	<-time.After(10 * time.Second)
+	logAtFill := fileSize(filepath.Join(e.Dir, "gleand.log"))
+	// Full until gleand has really met ENOSPC mid-run (a record or journal
+	// write of the running job failed), at most a minute.
+	cl.WaitFor(t, 60*time.Second, "gleand to hit ENOSPC while the spool is full", func() bool {
+		return strings.Contains(logSince(filepath.Join(e.Dir, "gleand.log"), logAtFill), "no space left on device")
+	})
+	hit := time.Since(full)
 	os.Remove(filler)
 	rec := e.WaitState(t, anchor, 4*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
 	if rec.State != spool.StateDone {
@@ -392,5 +397,24 @@ func TestSpoolFull(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("spool full for 10 s at %s mid-run: job done, every task once, records intact", full.Format(time.TimeOnly))
+	t.Logf("spool full at %s mid-run, gleand met ENOSPC after %v: job done, every task once, records intact",
+		full.Format(time.TimeOnly), hit.Round(100*time.Millisecond))
+}
+
+// fileSize is a file's size (0 if missing).
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// logSince is what was appended to a log after offset off.
+func logSince(path string, off int64) string {
+	data, _ := os.ReadFile(path)
+	if int64(len(data)) < off {
+		return ""
+	}
+	return string(data[off:])
 }
