@@ -32,6 +32,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/agent"
 	"github.com/glean-hpc/glean/sidecar/cli"
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -127,6 +128,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	} else {
 		log.Warn("the agent's log file", "err", err)
 	}
+	work.Log = log
 	grace := f.grace
 	if grace <= 0 {
 		grace = cfg.Policy.Grace.Duration
@@ -164,7 +166,8 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 // sweep expands the checkpoint settings for the job's owner and applies
 // the retention to the owner's ended jobs (docs/execution.md).
 func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Logger) agent.Checkpoints {
-	c := agent.Checkpoints{Spool: sp.Dir, Command: cfg.Checkpoint.Command, KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration}
+	c := agent.Checkpoints{Spool: sp.Dir, UID: os.Getuid(), Command: cfg.Checkpoint.Command,
+		KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration, Fail: failpoint.FromEnv()}
 	name := strconv.Itoa(uid)
 	if rec, err := agent.ReadRecord(sp, uid, id, os.Getuid()); err == nil && rec.User != "" {
 		name = rec.User
@@ -178,7 +181,7 @@ func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Log
 		return c
 	}
 	c.Root = root
-	removed, err := agent.Sweep(sp, root, cfg.Checkpoint.KeepCompleted.Duration, cfg.Checkpoint.KeepFailed.Duration, time.Now())
+	removed, err := c.Sweep(sp, cfg.Checkpoint.KeepFailed.Duration, time.Now())
 	for _, d := range removed {
 		log.Debug("checkpoints removed (retention)", "dir", d)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +60,7 @@ type Agent struct {
 	hist    *history
 	jOff    int64
 
+	ckErr      error // the checkpoint root or the job's directory was refused
 	retiring   bool
 	taken      int // tasks this agent took
 	notStarted int // consecutive attempts that could not be started
@@ -130,7 +132,8 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	a.ctx = ctx
 	log := a.opt.Log
 	if err := a.opt.Checkpoint.prepareJob(a.job); err != nil {
-		log.Warn("the job's checkpoint directory", "root", a.opt.Checkpoint.Root, "err", err)
+		log.Warn("no checkpoint directories for this job's tasks", "root", a.opt.Checkpoint.Root, "err", err)
+		a.ckErr = err
 	}
 	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
 		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
@@ -300,6 +303,9 @@ func (a *Agent) finish(e exited) {
 		Outcome: out, Exit: exit, Signal: sig}
 	if e.state == nil && e.err != nil {
 		r.Detail = e.err.Error()
+	}
+	if p.note != "" {
+		r.Detail = strings.TrimPrefix(r.Detail+"; "+p.note, "; ")
 	}
 	a.opt.Log.Info("task ended", "task", p.task, "attempt", p.attempt, "outcome", out, "exit", exit,
 		"signal", sig, "runtime", e.end.Sub(p.start).Round(time.Millisecond))

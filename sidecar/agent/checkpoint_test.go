@@ -48,7 +48,7 @@ func newCkptRun(t *testing.T, script string, env []string, aware bool, command s
 	env = append(env, "PATH="+os.Getenv("PATH"), "GLEAN_SH="+repoFile(t, "wrappers/glean.sh"))
 	f := newFixture(t, 1, string(body), env, func(e *spool.Entry) { e.Glean.Checkpoint = aware })
 	r := &ckptRun{fixture: f, out: filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_0.out", testAnchor)),
-		ck: Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "checkpoints"), Command: command}}
+		ck: Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "checkpoints"), UID: os.Getuid(), Command: command}}
 	var ctx context.Context
 	ctx, r.cancel = context.WithCancel(context.Background())
 	f.commit(ctx, &r.wg)
@@ -239,7 +239,7 @@ func TestSweep(t *testing.T) {
 			}
 		}
 		dir := filepath.Join(root, anchor)
-		c := Checkpoints{Spool: f.sp.Dir, Root: root}
+		c := Checkpoints{Spool: f.sp.Dir, Root: root, UID: os.Getuid()}
 		if err := c.prepareJob(&Job{UID: f.uid, ID: rec.ID, Entry: &spool.Entry{Anchor: anchor}}); err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func TestSweep(t *testing.T) {
 	}
 	kept = append(kept, other)
 
-	removed, err := Sweep(f.sp, root, 0, 7*24*time.Hour, now)
+	removed, err := Checkpoints{Spool: f.sp.Dir, Root: root, UID: os.Getuid()}.Sweep(f.sp, 7*24*time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +294,11 @@ func TestSweep(t *testing.T) {
 // save fails exits 143 (start again), one whose save succeeds exits 99.
 func TestGleanShOutsideGlean(t *testing.T) {
 	home := t.TempDir()
+	// Not writable by others whatever umask another test's agent left
+	// the process with meanwhile (glean_checkpoint_dir refuses that).
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	sh := func(script string, extra ...string) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", ". \"$GLEAN_SH\"\n"+script)
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"),

@@ -486,7 +486,8 @@ func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, r *spool.Record, 
 // counts towards the attempt and waste caps.
 func (x *Executor) judge(r *spool.Record, b *book, res spool.Result, snap *cluster.Snapshot, jobs map[string]*cluster.Job) spool.TaskEvent {
 	ev := spool.TaskEvent{Index: res.Task, Attempt: res.Attempt, Exit: res.Exit, Pilot: res.Pilot, Node: res.Node,
-		Start: res.Start, End: res.End, Checkpointed: res.Outcome == spool.OutcomeCheckpointed}
+		Start: res.Start, End: res.End, Checkpointed: res.Outcome == spool.OutcomeCheckpointed,
+		Detail: clipDetail(res.Detail)} // the agent's note (the owner's words: shown, never judged)
 	if b.final[res.Task] != "" {
 		ev.Reason = spool.ReasonDuplicate // ran twice; on the record once
 		return ev
@@ -512,6 +513,15 @@ func (x *Executor) judge(r *spool.Record, b *book, res spool.Result, snap *clust
 	}
 	x.cap(b, &ev)
 	return ev
+}
+
+// clipDetail bounds an agent's note kept in the journal.
+func clipDetail(s string) string {
+	const limit = 300
+	if len(s) > limit {
+		return strings.ToValidUTF8(s[:limit], "") + "..."
+	}
+	return s
 }
 
 // cap ends a task for good when this attempt reaches the attempt cap or
