@@ -197,10 +197,13 @@ func anchor(sp *spool.Spool, uid int, id string) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	entry := rec.Entry
-	if entry == nil {
-		// Refused before its entry validated: the owner's own entry still
-		// says where the output goes (best effort).
+	// The owner's own entry says where the output goes (the record's
+	// public status carries none); for a job refused before its entry
+	// validated, best effort.
+	var entry *spool.Entry
+	if read, err := agent.OwnEntry(sp, rec); err == nil {
+		entry = read.Entry
+	} else {
 		entry, _ = sp.ReadOwnEntry(uid, id)
 	}
 	var events []spool.TaskEvent

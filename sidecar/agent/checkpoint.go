@@ -210,7 +210,7 @@ func (c Checkpoints) Sweep(sp *spool.Spool, keepFailed time.Duration, now time.T
 		if !ok {
 			continue
 		}
-		rec, err := recs.Get(name)
+		rec, err := recs.Status(name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // unreadable for now: try again next time
 		}

@@ -144,6 +144,11 @@ func NewIntake(opt Options, records *spool.Records, q Queue, p Privileged, s Nod
 		log.Warn("unreadable record", "err", err)
 	}
 	for _, r := range recs {
+		// The public status.json, and job.json private (0600), for
+		// records written by an older glean or before a crash.
+		if err := records.SyncStatus(r); err != nil {
+			log.Warn("writing a record's status", "record", r.DirName(), "err", err)
+		}
 		if r.State == spool.StateAccepting {
 			continue // interrupted before its jobs were held: taken in again
 		}
@@ -265,6 +270,7 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		return reject(fmt.Sprintf("the entry cannot be taken in: %v", err))
 	}
 	e = read.Entry
+	rec.EntryDigest = read.Digest
 	rec.Anchor, rec.Shadow, rec.Name, rec.Mode, rec.Submitted = e.Anchor, e.Shadow, e.Name, e.Mode, e.Submitted
 	rec.Tasks = spool.Counts{Total: e.Tasks}
 	if rec.User == strconv.Itoa(f.UID) {
@@ -374,7 +380,7 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		return ""
 	}
 	if read.Items != nil {
-		if err := in.records.PutFile(rec, spool.ItemsFile, read.Items, 0o644); err != nil {
+		if err := in.records.PutFile(rec, spool.ItemsFile, read.Items, 0o600); err != nil {
 			log.Error("copying the items", "err", err)
 			return ""
 		}

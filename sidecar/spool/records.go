@@ -19,16 +19,22 @@ import (
 )
 
 // The daemon's own records: jobs/<uid>.<id>/ with job.json (the job as the
-// daemon knows it; readable by everyone, like squeue), script (0600) and
+// daemon knows it, the user's whole entry included: --export values, script
+// arguments, working directory; 0600, the daemon's and root's helper's
+// only), status.json (the same without the entry: what `glean status`
+// shows, readable by everyone like squeue), script and items (0600) and
 // journal (append-only JSON lines). Only the daemon writes here, through an
-// os.Root on jobs/.
+// os.Root on jobs/. An agent or the owner's `glean show` reads the entry
+// from the owner's own incoming/<id>/entry.json, checked against the
+// record's EntryDigest.
 
 // RecordVersion is the version of Record this code writes and reads.
 const RecordVersion = 1
 
 // Record file names.
 const (
-	RecordFile  = "job.json"
+	RecordFile  = "job.json"    // the whole record: 0600
+	StatusFile  = "status.json" // the public record (Record.Public): 0644
 	JournalFile = "journal"
 )
 
@@ -69,7 +75,10 @@ type Record struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Tasks     Counts    `json:"tasks"`
 	Pilots    int       `json:"pilots"`
-	Entry     *Entry    `json:"entry,omitempty"` // the validated entry as taken in
+	Entry     *Entry    `json:"entry,omitempty"` // the validated entry as taken in (job.json only)
+	// EntryDigest is the SHA-256 (hex) of entry.json as the daemon read
+	// it: an agent checks the owner's own copy against it.
+	EntryDigest string `json:"entry_digest,omitempty"`
 	// PilotJobs are the pilots glean submitted for the job and has not
 	// yet seen end: the only way a pilot is recognised (never by name).
 	PilotJobs []PilotJob `json:"pilot_jobs,omitempty"`
@@ -115,6 +124,19 @@ func (r *Record) Active() bool {
 		return true
 	}
 	return false
+}
+
+// Public is the record without what only its owner and glean may read:
+// the entry (environment values, arguments, paths) and the pilots'
+// tokens.
+func (r *Record) Public() *Record {
+	p := *r
+	p.Entry = nil
+	p.PilotJobs = slices.Clone(r.PilotJobs)
+	for i := range p.PilotJobs {
+		p.PilotJobs[i].Token = ""
+	}
+	return &p
 }
 
 // Name is the record's directory name under jobs/.
@@ -188,7 +210,35 @@ func (rs *Records) Put(r *Record) error {
 	if err := rs.root.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("spool: %w", err)
 	}
-	return rs.writeAtomic(name, RecordFile, append(data, '\n'), 0o644)
+	if err := rs.writeAtomic(name, RecordFile, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return rs.putStatus(r)
+}
+
+// putStatus writes the public status.json of r (after job.json: a crash
+// in between leaves an older status, which the daemon's start repairs,
+// SyncStatus).
+func (rs *Records) putStatus(r *Record) error {
+	data, err := json.MarshalIndent(r.Public(), "", "  ")
+	if err != nil {
+		return err
+	}
+	return rs.writeAtomic(r.DirName(), StatusFile, append(data, '\n'), 0o644)
+}
+
+// SyncStatus rewrites r's status.json, and makes its job.json private,
+// when the status is missing or says another state (a record written by
+// an older glean, whose job.json was 0644, or a crash between the two
+// writes). The daemon calls it for every record at start.
+func (rs *Records) SyncStatus(r *Record) error {
+	st, err := rs.Status(r.DirName())
+	if err == nil && st.State == r.State && st.Tasks == r.Tasks && st.EntryDigest == r.EntryDigest {
+		if fi, err := rs.root.Lstat(filepath.Join(r.DirName(), RecordFile)); err == nil && fi.Mode().Perm() == 0o600 {
+			return nil
+		}
+	}
+	return rs.Put(r)
 }
 
 // PutFile writes another file of a record atomically (e.g. the script copy).
@@ -363,9 +413,18 @@ func badLineLogger(log *slog.Logger, name string) func(off int64, err error) {
 	}
 }
 
-// Get reads one record by directory name.
+// Status reads one record's public status.json (anyone may).
+func (rs *Records) Status(name string) (*Record, error) {
+	return rs.read(name, StatusFile)
+}
+
+// Get reads one record by directory name (job.json: the daemon and root).
 func (rs *Records) Get(name string) (*Record, error) {
-	f, err := rs.root.Open(filepath.Join(name, RecordFile))
+	return rs.read(name, RecordFile)
+}
+
+func (rs *Records) read(name, file string) (*Record, error) {
+	f, err := rs.root.Open(filepath.Join(name, file))
 	if err != nil {
 		return nil, err
 	}
@@ -394,12 +453,21 @@ func decodeRecord(name string, data []byte) (*Record, error) {
 // List reads every record, in directory-name order. Records that cannot
 // be read are reported in problems.
 func (rs *Records) List() (recs []*Record, problems []error) {
+	return rs.list(rs.Get)
+}
+
+// ListStatus is List of the public status files.
+func (rs *Records) ListStatus() (recs []*Record, problems []error) {
+	return rs.list(rs.Status)
+}
+
+func (rs *Records) list(get func(string) (*Record, error)) (recs []*Record, problems []error) {
 	names, err := rs.names()
 	if err != nil {
 		return nil, []error{err}
 	}
 	for _, n := range names {
-		r, err := rs.Get(n)
+		r, err := get(n)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				problems = append(problems, err)

@@ -412,6 +412,7 @@ func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
 		{"read B's environment capture", `cat "$1"`, filepath.Join(inB, spool.EnvFile)},
 		{"read B's script", `cat "$1"`, filepath.Join(inB, spool.ScriptFile)},
 		{"read the daemon's copy of B's script", `cat "$1"`, filepath.Join(recB, spool.ScriptFile)},
+		{"read the daemon's record of B's job (B's entry: --export values, arguments, paths)", `cat "$1"`, filepath.Join(recB, spool.RecordFile)},
 		{"change B's record", `echo '{}' > "$1"`, filepath.Join(recB, spool.RecordFile)},
 		{"append to B's journal", `echo '{}' >> "$1"`, filepath.Join(recB, spool.JournalFile)},
 		{"add to B's record directory", `echo x > "$1"`, filepath.Join(recB, "control.json.new")},
@@ -425,6 +426,20 @@ func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
 		stderr, code := asA(t, s, c.script+" >/dev/null", c.path)
 		if code == 0 || !strings.Contains(stderr, "Permission denied") {
 			t.Errorf("A could %s (%s): exit %d %q", c.what, c.path, code, stderr)
+		}
+	}
+	// What A may read of B's job is its public status: no entry.
+	pub, code := asA(t, s, `cat "$1" >&2`, filepath.Join(recB, spool.StatusFile))
+	if code != 0 || !strings.Contains(pub, s.recB.ID) || strings.Contains(pub, `"entry"`) || strings.Contains(pub, s.b.Work) {
+		t.Errorf("B's status.json as A: exit %d %q; want B's job without its entry", code, pub)
+	}
+	for _, c := range []struct {
+		who  gleantest.Who
+		want bool
+	}{{s.a, false}, {s.b, true}} {
+		show := env.As(t, c.who, "", "glean", "show", s.anchorB)
+		if show.Code != 0 || strings.Contains(show.Stdout, "WorkDir:") != c.want || !strings.Contains(show.Stdout, "State:") {
+			t.Errorf("glean show <B's job> as %s: %q %q; the entry (WorkDir) shown: want %v", c.who.Name, show.Stdout, show.Stderr, c.want)
 		}
 	}
 	// Checkpoints, outside the spool: <checkpoint.root>/<anchor>, 0700.
