@@ -37,8 +37,10 @@ glean_items() {
 # gets SIGTERM and the grace (policy.grace, 1 minute by default) to save its
 # state into its checkpoint directory and exit with status 99; the next
 # attempt of the task (on any node) starts with GLEAN_RESTARTED=1 and the
-# directory as it was left. Any other end starts the next attempt from
-# scratch: GLEAN_RESTARTED=0 and an empty directory.
+# directory as it was left. After a kill without that chance (kill -9, a
+# lost node) the next attempt resumes too if the task committed a periodic
+# checkpoint (glean_checkpoint_commit). Any other end starts the next
+# attempt from scratch: GLEAN_RESTARTED=0 and an empty directory.
 #
 #   . /usr/share/glean/glean.sh
 #   dir=$(glean_checkpoint_dir)
@@ -170,6 +172,28 @@ _glean_safe_dir() {
 	done
 }
 
+# glean_checkpoint_commit marks the state now in the checkpoint
+# directory complete: a periodic checkpoint. Write each file of the state
+# atomically first (to a temporary name, then mv), then call it. When an
+# attempt is killed without the chance to save on TERM (kill -9, a node
+# lost, the pilot gone), the next attempt resumes (GLEAN_RESTARTED=1) from
+# the directory as it was left if it was committed at least once; without
+# a commit it starts from scratch with the directory emptied. A task that
+# fails by itself always starts again from scratch. The commit is a file
+# renamed into place (.glean-committed, holding the attempt and the time),
+# after the directory's files were flushed (sync), so it survives a lost
+# node too.
+glean_checkpoint_commit() {
+	_gcc_dir=$(glean_checkpoint_dir) || return 1
+	sync -- "$_gcc_dir"/* "$_gcc_dir" 2>/dev/null || :
+	if ! printf '%s %s\n' "$GLEAN_ATTEMPT" "$(date +%s)" >"$_gcc_dir/.glean-committed.tmp" ||
+		! mv -f -- "$_gcc_dir/.glean-committed.tmp" "$_gcc_dir/.glean-committed"; then
+		echo "glean_checkpoint_commit: cannot commit $_gcc_dir" >&2
+		return 1
+	fi
+	sync -- "$_gcc_dir" 2>/dev/null || :
+}
+
 # glean_on_term CMD... runs CMD (evaluated like trap's argument) when the
 # task gets SIGTERM, then exits 99 ("checkpointed: resume me") if CMD
 # succeeded, 143 (killed by TERM: start again from scratch) if not. The
@@ -187,7 +211,11 @@ glean_on_term() {
 }
 
 _glean_term() {
-	trap - TERM
+	# Ignore further TERMs while saving: on scancel Slurm signals every
+	# process of the job and the agent forwards its own TERM, so a second
+	# one often follows the first; with the default action back it would
+	# kill the shell half-way through the save.
+	trap '' TERM
 	if eval "$_glean_term_cmd"; then
 		exit "$GLEAN_CHECKPOINT_EXIT"
 	fi

@@ -129,6 +129,8 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		log.Warn("the agent's log file", "err", err)
 	}
 	work.Log = log
+	fail := agentFailpoint(cfg, log)
+	work.Fail = fail
 	grace := f.grace
 	if grace <= 0 {
 		grace = cfg.Policy.Grace.Duration
@@ -142,6 +144,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	}
 	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
 	ckpt := sweep(cfg, sp, uid, id, log)
+	ckpt.Fail = fail
 	a := agent.New(job, work, agent.Options{
 		Shadow:    f.cmd == "shadow",
 		Pilot:     pilot,
@@ -167,7 +170,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 // the retention to the owner's ended jobs (docs/execution.md).
 func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Logger) agent.Checkpoints {
 	c := agent.Checkpoints{Spool: sp.Dir, UID: os.Getuid(), Command: cfg.Checkpoint.Command,
-		KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration, Fail: failpoint.FromEnv()}
+		KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration}
 	name := strconv.Itoa(uid)
 	if rec, err := agent.ReadRecord(sp, uid, id, os.Getuid()); err == nil && rec.User != "" {
 		name = rec.User
@@ -189,6 +192,22 @@ func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Log
 		log.Warn("checkpoint retention", "root", root, "err", err)
 	}
 	return c
+}
+
+// agentFailpoint is the failpoint armed for this agent (crash tests):
+// GLEAN_FAILPOINT, else debug.agent_failpoint. Reaching it is logged, so
+// that a test sees where the agent died.
+func agentFailpoint(cfg config.Config, log *slog.Logger) *failpoint.Set {
+	v := os.Getenv(failpoint.EnvVar)
+	if v == "" {
+		v = cfg.Debug.AgentFailpoint
+	}
+	fail := failpoint.Parse(v)
+	if fail != nil {
+		log.Warn("a failpoint is armed: the agent will kill itself there (crash tests)", "failpoint", v)
+		fail.OnFire = func(name string) { log.Warn("failpoint reached: killing myself", "failpoint", name) }
+	}
+	return fail
 }
 
 // anchor writes the ended job's summary and returns its exit code.

@@ -131,9 +131,12 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	a.script = path
 	a.ctx = ctx
 	log := a.opt.Log
-	if err := a.opt.Checkpoint.prepareJob(a.job); err != nil {
+	markerErr, err := a.opt.Checkpoint.prepareJob(a.job)
+	if err != nil {
 		log.Warn("no checkpoint directories for this job's tasks", "root", a.opt.Checkpoint.Root, "err", err)
 		a.ckErr = err
+	} else if markerErr != nil {
+		log.Warn("the job's checkpoint marker (retention)", "err", markerErr)
 	}
 	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
 		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
@@ -252,6 +255,7 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 		}
 		a.notStarted = 0
 		a.running[task] = p
+		a.work.Fail.Hit("agent/task-started") // running; its lease not yet fsynced
 		a.writes.Add(1)
 		go func() {
 			defer a.writes.Done()

@@ -100,48 +100,71 @@ func (c Checkpoints) openJob(anchor string, create bool) (*os.File, error) {
 }
 
 // prepareJob creates <root>/<anchor> (0700, the owner's, no symlink) and
-// its marker. Only <root>'s missing components are created, 0700.
-func (c Checkpoints) prepareJob(j *Job) error {
+// its marker. Only <root>'s missing components are created, 0700. An
+// error means no checkpoint directories for the job's tasks; a marker that
+// could not be written (markerErr) only delays the retention.
+func (c Checkpoints) prepareJob(j *Job) (markerErr, err error) {
 	if c.Root == "" || j.Entry.Anchor == "" {
-		return nil
+		return nil, nil
 	}
 	dir, err := c.openJob(j.Entry.Anchor, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer dir.Close()
 	data, _ := json.Marshal(marker{Spool: c.Spool, Record: spool.RecordName(j.UID, j.ID)})
-	return writeFileAt(dir, jobMarker, data, func() { c.Fail.Hit("checkpoint/marker-written") })
+	return writeFileAt(dir, jobMarker, data, func() { c.Fail.Hit("checkpoint/marker-written") }), nil
 }
 
-// prepareTask readies an attempt's directory and returns its path: kept
-// as it is for a resumed attempt, emptied for one that starts from
-// scratch; created (0700) when create is set (a checkpoint-aware job, or
-// the site command), else left to glean_checkpoint_dir. It works from
-// descriptors of the checked <root>/<anchor> (prepareJob made it).
-func (c Checkpoints) prepareTask(anchor string, task int, restarted, create bool) (string, error) {
+// committedMarker is what glean_checkpoint_commit (wrappers/glean.sh)
+// renames into a task's directory once the state in it is complete.
+const committedMarker = ".glean-committed"
+
+// prepareTask readies an attempt's directory and returns its path and
+// whether the attempt resumes from it (GLEAN_RESTARTED=1): it does when
+// the last attempt checkpointed (exit 99 after TERM), or when it was
+// killed (an expected kill: pilot lost, node failure, give-way, ...) after
+// the task committed a periodic checkpoint (glean_checkpoint_commit);
+// otherwise the directory is emptied (a save killed half-way, a failure).
+// The directory is created (0700) when create is set (a checkpoint-aware
+// job, or the site command), else left to glean_checkpoint_dir. It works
+// from descriptors of the checked <root>/<anchor> (prepareJob made it).
+func (c Checkpoints) prepareTask(anchor string, task int, checkpointed, killed, create bool) (string, bool, error) {
 	if c.Root == "" || anchor == "" {
-		return "", nil
+		return "", checkpointed, nil // no directory of glean's: the script's own
 	}
 	dir, err := c.openJob(anchor, false)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer dir.Close()
 	name := strconv.Itoa(task)
-	if !restarted {
+	resume := checkpointed || killed && c.committed(dir, name)
+	if !resume {
 		if err := removeAllAt(dir, name); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
-	if create {
+	if create || resume {
 		d, err := privateDirAt(dir, name, c.UID, true)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		d.Close()
 	}
-	return c.TaskDir(anchor, task), nil
+	return c.TaskDir(anchor, task), resume, nil
+}
+
+// committed reports whether task directory name in dir (the user's) holds
+// a committed checkpoint.
+func (c Checkpoints) committed(dir *os.File, name string) bool {
+	d, err := privateDirAt(dir, name, c.UID, false)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = readFileAt(d, committedMarker, maxMarkerBytes)
+	return err == nil
 }
 
 // completed removes the directory of a task that exited 0 when completed

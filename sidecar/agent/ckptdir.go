@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -273,13 +274,15 @@ func readFileAt(dir *os.File, name string, limit int64) ([]byte, error) {
 	return buf[:n], nil
 }
 
-// writeFileAt writes name in dir atomically: a temporary file (O_EXCL,
-// O_NOFOLLOW), fsynced, renamed into place (renameat on the same
-// descriptor); between the two, the failpoint hit is called.
+// writeFileAt writes name in dir atomically: a temporary file of this
+// writer's own (O_EXCL, O_NOFOLLOW: the job's agents start together and
+// write the same marker), fsynced, renamed into place (renameat on the
+// same descriptor); between the two, the failpoint hit is called.
 func writeFileAt(dir *os.File, name string, data []byte, hit func()) error {
 	dfd := int(dir.Fd())
-	tmp := name + ".tmp"
-	_ = unix.Unlinkat(dfd, tmp, 0) // an earlier attempt's, left by a crash
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := fmt.Sprintf("%s.%d.%x.tmp", name, os.Getpid(), rnd)
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
@@ -297,5 +300,9 @@ func writeFileAt(dir *os.File, name string, data []byte, hit func()) error {
 		return err
 	}
 	hit()
-	return unix.Renameat(dfd, tmp, dfd, name)
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("%s: %w", filepath.Join(dir.Name(), name), err)
+	}
+	return nil
 }

@@ -168,7 +168,7 @@ func TestCheckpointSwappedSymlink(t *testing.T) {
 	build(t, b, []node{{"scratch", sticky | 0o777, 0, ""}, {"scratch/b", dir | 0o777, uidA, ""}})
 	f := newFixture(t, 1, "#!/bin/sh\n", nil, nil)
 	squatted := Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(b, "scratch", "b"), UID: uidB}
-	err := squatted.prepareJob(&Job{UID: f.uid, ID: f.id, Entry: &spool.Entry{Anchor: testAnchor}})
+	_, err := squatted.prepareJob(&Job{UID: f.uid, ID: f.id, Entry: &spool.Entry{Anchor: testAnchor}})
 	if !errors.Is(err, ErrCheckpointRoot) {
 		t.Errorf("prepareJob under A's directory: %v, want a refusal", err)
 	}
@@ -182,7 +182,7 @@ func TestCheckpointSwappedSymlink(t *testing.T) {
 	build(t, b, []node{{"ck", dir | 0o700, 0, ""}, {"victim", dir | 0o700, 0, ""}, {"victim/0", dir | 0o700, 0, ""}, {"victim/0/precious", 0o600, 0, ""}})
 	c := Checkpoints{Spool: f.sp.Dir, Root: root, UID: 0}
 	job := &Job{UID: f.uid, ID: f.id, Entry: &spool.Entry{Anchor: testAnchor}}
-	if err := c.prepareJob(job); err != nil {
+	if mErr, err := c.prepareJob(job); err != nil || mErr != nil {
 		t.Fatal(err)
 	}
 	anchor := filepath.Join(root, testAnchor)
@@ -193,7 +193,7 @@ func TestCheckpointSwappedSymlink(t *testing.T) {
 	// link is A's, as A could make it in a directory A may write).
 	swap(t, anchor, filepath.Join(b, "victim"))
 	precious := filepath.Join(b, "victim", "0", "precious")
-	if dir, err := c.prepareTask(testAnchor, 0, false, true); err == nil || dir != "" {
+	if dir, _, err := c.prepareTask(testAnchor, 0, false, false, true); err == nil || dir != "" {
 		t.Errorf("prepareTask through a swapped <anchor>: %q %v, want a refusal", dir, err)
 	}
 	if err := c.completed(testAnchor, 0); err == nil {
@@ -214,7 +214,7 @@ func TestCheckpointSwappedSymlink(t *testing.T) {
 	}
 	// The root itself swapped for A's link: refused at the walk.
 	swap(t, root, filepath.Join(b, "victim"))
-	if _, err := c.prepareTask(testAnchor, 0, false, true); !errors.Is(err, ErrCheckpointRoot) {
+	if _, _, err := c.prepareTask(testAnchor, 0, false, false, true); !errors.Is(err, ErrCheckpointRoot) {
 		t.Errorf("prepareTask through a swapped root: %v, want a refusal", err)
 	}
 	if _, err := os.Stat(precious); err != nil {
@@ -256,5 +256,29 @@ func TestRefusedCheckpointDirInDetail(t *testing.T) {
 	out := readFile(t, filepath.Join(f.cwd, "slurm-"+testAnchor+"_0.out"))
 	if want := "dir=[] root=[" + root + "]\n"; out != want {
 		t.Errorf("task output %q, want %q", out, want)
+	}
+}
+
+// The job's agents start together and write the same marker: none of them
+// loses its checkpoint directories to another's temporary file.
+func TestMarkerWrittenConcurrently(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\n", nil, nil)
+	c := Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "ck"), UID: os.Getuid()}
+	job := &Job{UID: f.uid, ID: f.id, Entry: &spool.Entry{Anchor: testAnchor}}
+	errs := make(chan error, 16)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			mErr, err := c.prepareJob(job)
+			errs <- errors.Join(mErr, err)
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("agent %d: %v", i, err)
+		}
+	}
+	ents, _ := os.ReadDir(filepath.Join(c.Root, testAnchor))
+	if len(ents) != 1 || ents[0].Name() != jobMarker {
+		t.Errorf("the job's directory holds %v, want the marker alone", ents)
 	}
 }

@@ -68,7 +68,7 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 	// GLEAN_CHECKPOINT_DIR) and its result says why.
 	ckErr := a.ckErr
 	if ckErr == nil {
-		tv.CkptDir, ckErr = ck.prepareTask(j.Entry.Anchor, task, tv.Restarted, aware || ck.Command != "")
+		tv.CkptDir, tv.Restarted, ckErr = ck.prepareTask(j.Entry.Anchor, task, tv.Restarted, a.hist.killed[task], aware || ck.Command != "")
 	}
 	note := ""
 	if ckErr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -60,8 +61,9 @@ type Executor struct {
 	snap    Snapshotter
 	log     *slog.Logger
 
-	books  map[string]*book // by record name: the journal's meaning, built once
-	misses int              // consecutive pending-pilot timeouts (policy.State)
+	books  map[string]*book     // by record name: the journal's meaning, built once
+	misses int                  // consecutive pending-pilot timeouts (policy.State)
+	ended  map[string]time.Time // this round's SPANK epilog markers: pilots that ended on their node
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -148,6 +150,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		return st, nil
 	}
 	sort.Strings(names)
+	x.readEnded(now)
 	snap := x.snap.Snapshot(ctx, now)
 	st.SlurmDown = !snap.Complete
 	jobs := map[string]*cluster.Job{}
@@ -221,7 +224,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				r.State, r.Exit = spool.StateFailed, b.exit
 				r.Reason = fmt.Sprintf("%d of %d tasks failed", failed, total)
 			}
-			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: fmt.Sprintf("%d done, %d failed", done, failed)}); err != nil {
+			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: fmt.Sprintf("%d done, %d failed", done, failed)}, "end/put"); err != nil {
 				x.log.Error("recording the end", "job", n, "err", err)
 				continue
 			}
@@ -323,6 +326,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				x.log.Error("retiring a pilot", "pilot", a.Pilot, "err", err)
 				continue
 			}
+			x.opt.Fail.Hit("retire/control-written")
 			changed[a.Job] = true
 			st.Retired++
 		case policy.CancelBase:
@@ -467,12 +471,41 @@ func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, r *spool.Record, 
 		if p.ID != "" && p.ID == l.Lease.Pilot && !p.Ended.IsZero() {
 			return true
 		}
+		// The SPANK epilog marker: Slurm ran the pilot's epilog, so its
+		// agent is gone (killed, or the node took the job down). Only for
+		// a pilot this record lists: the lease's pilot is the owner's claim.
+		if p.ID != "" && p.ID == l.Lease.Pilot {
+			if _, ok := x.ended[p.ID]; ok {
+				x.log.Info("pilot ended (SPANK epilog marker): its task is taken back at once", "job", r.DirName(), "pilot", p.ID, "task", l.Task)
+				return true
+			}
+		}
 	}
 	if !snap.Complete || age < 15*time.Second {
 		return false
 	}
 	j := jobs[l.Lease.Pilot]
 	return j == nil || !j.Holds()
+}
+
+// endedKeep is how long an epilog marker is kept: its pilot's leases are
+// taken back within a round or two; older markers only take space.
+const endedKeep = 10 * time.Minute
+
+// readEnded reads the SPANK epilog markers (spank/glean.c) written as the
+// daemon's own user, and removes those older than endedKeep.
+func (x *Executor) readEnded(now time.Time) {
+	ended, err := x.opt.Spool.EndedPilots(os.Getuid())
+	if err != nil {
+		x.log.Warn("reading the epilog markers", "err", err)
+	}
+	for id, at := range ended {
+		if now.Sub(at) > endedKeep {
+			_ = x.opt.Spool.RemoveEnded(id)
+			delete(ended, id)
+		}
+	}
+	x.ended = ended
 }
 
 // judge decides an attempt's end reason from the daemon's and Slurm's
@@ -595,7 +628,9 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 	}
 	var end time.Time
 	switch {
-	case j != nil && j.Holds() && !j.End.IsZero():
+	case j != nil && j.State == cluster.JobRunning && !j.End.IsZero():
+		// (A completing pilot's End is when it was cancelled or killed,
+		// not its time limit.)
 		end = j.End
 	case p != nil && !p.End.IsZero():
 		end = p.End
@@ -653,7 +688,7 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 				p.Started, changed = now, true
 				pst.Started = true
 			}
-			if !j.End.IsZero() && !j.End.Equal(p.End) {
+			if j.State == cluster.JobRunning && !j.End.IsZero() && !j.End.Equal(p.End) {
 				p.End, changed = j.End, true // for judging time-limit ends
 			}
 		}
@@ -714,11 +749,16 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 	if err := x.putControl(r, true); err != nil {
 		x.log.Error("telling the agents to stop", "job", n, "err", err)
 	}
+	x.opt.Fail.Hit("end/stop-written")
 	if r.Shadow != "" && r.State != spool.StateCancelled {
+		var err error
 		if sj := jobs[r.Shadow]; sj != nil || !snap.Complete {
-			if err := x.act.CancelPending(ctx, r.Shadow); err != nil {
+			if err = x.act.CancelPending(ctx, r.Shadow); err != nil {
 				x.log.Warn("cancelling pending shadow elements", "job", r.Shadow, "err", err)
 			}
+		}
+		if err == nil {
+			x.opt.Fail.Hit("end/pending-cancelled") // none pending any more; the pilots not yet
 		}
 	}
 	changed := false
@@ -738,6 +778,8 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 			p.Cancelled, p.Cause, changed = true, causeJobEnded, true
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
+			} else {
+				x.opt.Fail.Hit("end/pilot-cancelled")
 			}
 		}
 	}

@@ -35,6 +35,7 @@ func TestJudge(t *testing.T) {
 			{ID: "14", Node: "n4", Started: t0},
 			{ID: "15", Node: "n5", Started: t0, TimeLimit: 2 * time.Hour},
 			{ID: "16", Node: "n6", Cancelled: true, Cause: causeJobEnded},
+			{ID: "17", Node: "n8", Started: t0, TimeLimit: time.Hour, End: t0.Add(time.Hour)},
 		}}
 	}
 	snap := &cluster.Snapshot{Complete: true,
@@ -46,6 +47,8 @@ func TestJudge(t *testing.T) {
 			{ID: "14", State: cluster.JobOther, RawState: "PREEMPTED", Nodes: []string{"n4"}},
 			{ID: "900", State: cluster.JobRunning, Nodes: []string{"n3"}},
 			{ID: "500", State: cluster.JobRunning, Nodes: []string{"n7"}, Start: t0, End: t0.Add(time.Hour)}, // a shadow element
+			// 17 was scancelled by someone: completing, its End is when.
+			{ID: "17", State: cluster.JobCompleting, Nodes: []string{"n8"}, Start: t0, End: t0.Add(30 * time.Minute)},
 		}}
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
@@ -106,6 +109,7 @@ func TestJudge(t *testing.T) {
 		{name: "preempted: pilot gone, its node runs another job", res: res("13", spool.OutcomeSignaled, 143, mid), reason: spool.ReasonPreempted},
 
 		{name: "pilot lost: the agent stopped it, nothing explains why", res: res("15", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonLost},
+		{name: "pilot lost: scancelled, its completing End is no time limit", res: res("17", spool.OutcomeCheckpointed, 99, mid), reason: spool.ReasonLost, ckpt: true},
 		{name: "a signal nobody explains is the task's failure (OOM)", res: res("15", spool.OutcomeSignaled, 137, mid), reason: spool.ReasonFailed},
 		{name: "a claim of a checkpoint from a pilot glean does not know is no give-way", res: res("99", spool.OutcomeCheckpointed, 99, mid),
 			reason: spool.ReasonLost, ckpt: true},

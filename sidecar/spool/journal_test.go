@@ -2,9 +2,11 @@ package spool
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,4 +138,23 @@ func TestJournalBadLineLogged(t *testing.T) {
 	if !strings.Contains(logged.String(), "does not parse") || !strings.Contains(logged.String(), "offset=84") {
 		t.Errorf("the bad line was not logged with its offset: %q", logged.String())
 	}
+}
+
+// One gleand per spool: a second LockDaemon fails, naming the holder's
+// pid, until the first lock is released.
+func TestLockDaemon(t *testing.T) {
+	s := testSpool(t)
+	first, err := s.LockDaemon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LockDaemon(); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("a second lock: %v, want ErrLocked naming pid %d", err, os.Getpid())
+	}
+	first.Close()
+	again, err := s.LockDaemon()
+	if err != nil {
+		t.Fatalf("after the first gleand ended: %v", err)
+	}
+	again.Close()
 }

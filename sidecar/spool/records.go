@@ -12,8 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/glean-hpc/glean/sidecar/failpoint"
 )
@@ -88,6 +92,15 @@ type Record struct {
 	AnchorReleased bool `json:"anchor_released,omitempty"`
 	// Exit is the job's exit code once it ended (the anchor exits with it).
 	Exit int `json:"exit,omitempty"`
+	// Cancel are Slurm jobs of the entry (verified as the user's) that a
+	// rejection or an early end still has to cancel; each is removed once
+	// cancelled or gone, so a daemon that died in between cancels them
+	// after its restart.
+	Cancel []string `json:"cancel,omitempty"`
+	// Pending is a job event written with the record before it is
+	// appended to the journal; a daemon that died in between appends it
+	// at its start if the journal's tail does not hold it (JournalPending).
+	Pending *Event `json:"pending_event,omitempty"`
 }
 
 // PilotJob is one pilot as the daemon recorded it.
@@ -178,11 +191,91 @@ func (s *Spool) Init(gid int) (*Records, error) {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 	}
-	jobs := filepath.Join(s.Dir, JobsDir)
-	if err := mkdirExact(jobs, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("spool: %w", err)
+	for _, d := range []string{JobsDir, EndedDir} {
+		if err := mkdirExact(filepath.Join(s.Dir, d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
 	}
 	return s.OpenRecords()
+}
+
+// EndedDir holds the SPANK plugin's epilog markers (spank/glean.c): one
+// empty-ish file per pilot job that ended on its node, named by its job
+// id, written as the daemon's user.
+const EndedDir = "ended"
+
+// EndedPilots lists the epilog markers: job ids of pilots that ended, with
+// the marker's time. Only regular files owned by owner (the daemon's own
+// user: the plugin writes as it) whose name is a job id count; anything
+// else is ignored (and left for the admin).
+func (s *Spool) EndedPilots(owner int) (map[string]time.Time, error) {
+	d, err := openDir(-1, filepath.Join(s.Dir, EndedDir), false)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	for _, n := range names {
+		if !validJobID(n) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != owner {
+			continue
+		}
+		out[n] = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+	}
+	return out, nil
+}
+
+// RemoveEnded removes the marker of job id.
+func (s *Spool) RemoveEnded(id string) error {
+	if !validJobID(id) {
+		return fmt.Errorf("spool: bad job id %q", clip(id))
+	}
+	err := os.Remove(filepath.Join(s.Dir, EndedDir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// LockFile is jobs/'s lock: one gleand per spool.
+const LockFile = ".gleand.lock"
+
+// ErrLocked: another gleand holds the spool.
+var ErrLocked = errors.New("another gleand runs on this spool")
+
+// LockDaemon takes the spool's exclusive lock (flock on jobs/.gleand.lock,
+// which holds the holder's pid) for as long as the returned file stays
+// open: two gleand on one spool would commit the same results twice and
+// submit pilots twice. On Linux's NFS client flock is an NFS (fcntl) lock,
+// so it holds across hosts too.
+func (s *Spool) LockDaemon() (*os.File, error) {
+	p := filepath.Join(s.Dir, JobsDir, LockFile)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("spool: lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (%s, pid %s): stop it first", ErrLocked, p, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("spool: lock %s: %w", p, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
 }
 
 // OpenRecords opens jobs/ for reading and writing records.
@@ -270,10 +363,12 @@ func (rs *Records) writeAtomic(dir, file string, data []byte, mode os.FileMode) 
 		_ = rs.root.Remove(tmp)
 		return fmt.Errorf("spool: write %s/%s: %w", dir, file, werr)
 	}
+	rs.Fail.Hit("atomic/written") // the new content is durable under its temporary name
 	// os.Root.Rename needs Go 1.25; jobs/ is the daemon's own directory.
 	if err := os.Rename(filepath.Join(rs.dir, tmp), filepath.Join(rs.dir, dir, file)); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
+	rs.Fail.Hit("atomic/renamed") // in place, the rename not yet durable
 	d, err := rs.root.Open(dir)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
@@ -333,8 +428,8 @@ func appendLine(f *os.File, line []byte, fail *failpoint.Set) error {
 		if _, err := f.Write(line[:len(line)/2]); err == nil {
 			_ = f.Sync()
 		}
-		fail.Hit("journal/half-line")
 	}
+	fail.Hit("journal/half-line") // counts every append ("journal/half-line@n")
 	_, werr := f.Write(line)
 	if werr == nil {
 		werr = f.Sync()
@@ -383,6 +478,47 @@ func repairTail(f *os.File, size int64) (int64, error) {
 		return size, err
 	}
 	return end, f.Sync()
+}
+
+// pendingTail is how much of a journal's end JournalPending reads.
+const pendingTail = 64 << 10
+
+// JournalPending appends r's pending event unless the journal's last
+// lines already hold it, then clears it; it reports whether it appended.
+// A pending event is journaled right after its record is written (store),
+// so only a crash between the two leaves it missing: then it is the
+// record's last word and the journal's end is where it would be.
+func (rs *Records) JournalPending(r *Record) (bool, error) {
+	if r.Pending == nil {
+		return false, nil
+	}
+	want, err := json.Marshal(r.Pending)
+	if err != nil {
+		return false, err
+	}
+	found := false
+	if f, err := rs.root.Open(filepath.Join(r.DirName(), JournalFile)); err == nil {
+		st, err := f.Stat()
+		if err == nil {
+			off := max(0, st.Size()-pendingTail)
+			buf := make([]byte, st.Size()-off)
+			if n, _ := f.ReadAt(buf, off); n > 0 {
+				for _, l := range bytes.Split(buf[:n], []byte("\n")) {
+					if bytes.Equal(bytes.TrimSpace(l), want) {
+						found = true
+					}
+				}
+			}
+		}
+		f.Close()
+	}
+	if !found {
+		if err := rs.Journal(r, *r.Pending); err != nil {
+			return false, err
+		}
+	}
+	r.Pending = nil
+	return !found, rs.Put(r)
 }
 
 // ReadJournal returns a record's events; lines that do not parse are

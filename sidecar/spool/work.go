@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 )
 
 // Task execution (docs/spool.md, "Tasks"). The agents, running as the
@@ -217,6 +219,8 @@ type Work struct {
 	SyncLater bool
 	// Log reports journal lines that do not parse (nil: not reported).
 	Log *slog.Logger
+	// Fail is the crash tests' failpoint set (nil: none).
+	Fail *failpoint.Set
 }
 
 // OpenWork creates (if needed) and opens uid's work directory for entry
@@ -286,11 +290,15 @@ func (w *Work) Take(order []int, l Lease) (int, error) {
 			}
 			continue
 		}
+		w.Fail.Hit("agent/lease-created") // an empty lease: a task taken, nothing said about it
 		l.Version, l.Task = 1, i
 		data, _ := json.Marshal(l)
 		_, werr := f.Write(data)
 		if werr == nil && !w.SyncLater {
 			werr = f.Sync()
+		}
+		if werr == nil {
+			w.Fail.Hit("agent/lease-written") // the lease says who runs it; the task not started
 		}
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
@@ -339,13 +347,16 @@ func (w *Work) Finish(r Result) error {
 	if err := writeFile(tmp, data, 0o640); err != nil {
 		return err
 	}
+	w.Fail.Hit("agent/result-written") // durable under its temporary name
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("spool: %w", err)
 	}
+	w.Fail.Hit("agent/result-renamed") // in place, the rename not yet durable
 	if err := syncDir(dir); err != nil {
 		return err
 	}
+	w.Fail.Hit("agent/result-synced") // the result and the lease both there
 	if err := os.Remove(w.LeasePath(r.Task)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("spool: %w", err)
 	}
