@@ -200,6 +200,7 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 		case <-ctx.Done():
 		case <-tick.C:
 		case e := <-a.done:
+			a.awaitTerm(e)
 			a.finish(e)
 		case <-a.wrote:
 		}
@@ -333,6 +334,28 @@ func (a *Agent) finish(e exited) {
 		default:
 		}
 	}()
+}
+
+// termWindow is how long a task that exited with the checkpoint status
+// by itself waits for the agent's own TERM.
+const termWindow = time.Second
+
+// awaitTerm: a task that exited with the checkpoint status although the
+// agent sent it no TERM was most likely TERMed by Slurm, which signals
+// every process of the job (scancel, the time limit) as it signals the
+// agent; the agent's own TERM follows within milliseconds. Waiting for it
+// a moment lets the attempt count as checkpointed, not as a task that
+// exited 99 on its own (a failure).
+func (a *Agent) awaitTerm(e exited) {
+	if e.p.signaled || a.ctx.Err() != nil || e.state == nil || e.state.ExitCode() != spool.CheckpointExit {
+		return
+	}
+	t := time.NewTimer(termWindow)
+	defer t.Stop()
+	select {
+	case <-a.ctx.Done():
+	case <-t.C:
+	}
 }
 
 // report writes a result; if that fails the lease is released so the task

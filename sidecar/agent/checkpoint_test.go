@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,5 +429,36 @@ sleep 5`)
 	}
 	if got := strings.TrimSpace(readFile(t, saved)); got != "ok" {
 		t.Errorf("the save did not finish: %q", got)
+	}
+}
+
+// Slurm TERMs every process of a job it cancels, the task as well as the
+// agent: a task that saves and exits 99 before the agent noticed its own
+// TERM still counts as checkpointed (it once counted as a task that
+// exited 99 by itself: a failure, and its checkpoint was thrown away).
+func TestCheckpointBeforeAgentTerm(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	f := newFixture(t, 1, "#!/bin/sh\n. \"$GLEAN_SH\"\nglean_on_term true\necho $$ > \"$PIDFILE\"\nwhile :; do sleep 0.05; done\n",
+		[]string{"PATH=" + os.Getenv("PATH"), "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"), "PIDFILE=" + pidFile}, nil)
+	ctx, term := context.WithCancel(context.Background())
+	wait := runAgent(t, ctx, f.agent("501", 1, nil))
+	var pid int
+	waitFor(t, "the task's pid", func() bool {
+		data, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid > 0
+	})
+	// Slurm's TERM reaches the task first; the agent's a moment later.
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the gap between the two signals under test, not a wait for a condition
+	term()
+	if why := wait(); why != EndSignaled {
+		t.Fatalf("agent ended %q", why)
+	}
+	res := f.results()
+	if len(res) != 1 || res[0].Outcome != spool.OutcomeCheckpointed {
+		t.Errorf("results %+v, want the attempt checkpointed", res)
 	}
 }

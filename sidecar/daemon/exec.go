@@ -258,8 +258,14 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	// FIFO among elastic jobs.
 	sort.SliceStable(pst.Jobs, func(i, j int) bool { return pst.Jobs[i].Submit.Before(pst.Jobs[j].Submit) })
 
-	acts := policy.Decide(snap, pst, x.opt.Policy, now)
-	x.misses = pst.NextMisses(acts)
+	var acts []policy.Action
+	if snap.Complete {
+		// Slurm not answering: whatever the policy would do now would
+		// wait for the Slurm timeout in each call and stall the round
+		// (results are still committed above); decide again when it answers.
+		acts = policy.Decide(snap, pst, x.opt.Policy, now)
+		x.misses = pst.NextMisses(acts)
+	}
 	st.Actions = acts
 	for _, a := range acts {
 		r := x.in.known[a.Job]
@@ -746,6 +752,9 @@ func livePilots(r *spool.Record) bool {
 // anchor was released this round.
 func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job) bool {
 	n := r.DirName()
+	if !snap.Complete {
+		return false // Slurm not answering: the next round does it
+	}
 	if err := x.putControl(r, true); err != nil {
 		x.log.Error("telling the agents to stop", "job", n, "err", err)
 	}
@@ -784,6 +793,13 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		}
 	}
 	released := false
+	if aj := jobs[r.Anchor]; (r.State == spool.StateDone || r.State == spool.StateFailed) && !r.AnchorReleased && (aj == nil || !aj.Pending()) {
+		// Not pending any more (it ran, or is gone): released by a daemon
+		// that died before recording it (end/released); releasing again
+		// would fail every round ("Job has already finished").
+		r.AnchorReleased, changed = true, true
+		x.log.Info("the anchor is no longer held: recorded as released", "job", n, "anchor", r.Anchor)
+	}
 	if (r.State == spool.StateDone || r.State == spool.StateFailed) && !r.AnchorReleased {
 		if err := x.act.Release(ctx, r.Anchor); err != nil {
 			x.log.Warn("releasing the anchor", "job", n, "anchor", r.Anchor, "err", err)
