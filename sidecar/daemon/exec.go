@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -57,7 +58,8 @@ type Executor struct {
 	opt     ExecOptions
 	in      *Intake
 	records *spool.Records
-	act     Actor
+	act     Actor // this round's: base behind a stallGuard
+	base    Actor
 	snap    Snapshotter
 	log     *slog.Logger
 
@@ -71,7 +73,49 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 	if opt.MaxAttempts <= 0 {
 		opt.MaxAttempts = 20
 	}
-	return &Executor{opt: opt, in: in, records: records, act: act, snap: snap, log: log, books: map[string]*book{}}
+	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}}
+}
+
+// slowCall: a privileged call that failed after this long met a Slurm
+// that does not answer (slurmctld down since the round's snapshot).
+const slowCall = 5 * time.Second
+
+// errStalled is what the calls after a slow failure return.
+var errStalled = errors.New("skipped: Slurm stopped answering during this round")
+
+// stallGuard stops calling Slurm for the rest of a round once a call
+// failed slowly: each would wait for the timeout too, and the round (which
+// also commits the results) would stall for the whole outage.
+type stallGuard struct {
+	Actor
+	slow    time.Duration // slowCall
+	stalled bool
+}
+
+func (g *stallGuard) call(f func() error) error {
+	if g.stalled {
+		return errStalled
+	}
+	start := time.Now()
+	err := f()
+	if err != nil && time.Since(start) > g.slow {
+		g.stalled = true
+	}
+	return err
+}
+
+func (g *stallGuard) SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (id string, err error) {
+	err = g.call(func() (e error) { id, e = g.Actor.SubmitPilot(ctx, record, minutes, node, token); return e })
+	return id, err
+}
+func (g *stallGuard) CancelPilot(ctx context.Context, record, id string) error {
+	return g.call(func() error { return g.Actor.CancelPilot(ctx, record, id) })
+}
+func (g *stallGuard) CancelPending(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Actor.CancelPending(ctx, id) })
+}
+func (g *stallGuard) Release(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Actor.Release(ctx, id) })
 }
 
 // ExecStats counts what a round did.
@@ -150,6 +194,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		return st, nil
 	}
 	sort.Strings(names)
+	x.act = &stallGuard{Actor: x.base, slow: slowCall}
 	x.readEnded(now)
 	snap := x.snap.Snapshot(ctx, now)
 	st.SlurmDown = !snap.Complete

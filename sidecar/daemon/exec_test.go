@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -251,6 +253,43 @@ func TestBackoff(t *testing.T) {
 		d, changed := b.next(s.failed, time.Second, t0)
 		if d != s.delay || changed != s.changed || (s.failed && !b.until.Equal(t0.Add(d))) {
 			t.Errorf("step %d: delay %v changed %v, want %v %v", i, d, changed, s.delay, s.changed)
+		}
+	}
+}
+
+// slowActor fails every call after a delay, as helper calls do while
+// slurmctld is down.
+type slowActor struct {
+	delay time.Duration
+	calls int
+}
+
+func (a *slowActor) fail() error {
+	a.calls++
+	time.Sleep(a.delay) // the call's own duration (a Slurm timeout), not a wait for a condition
+	return errors.New("slurm timeout")
+}
+func (a *slowActor) SubmitPilot(context.Context, string, int, string, string) (string, error) {
+	return "", a.fail()
+}
+func (a *slowActor) CancelPilot(context.Context, string, string) error { return a.fail() }
+func (a *slowActor) CancelPending(context.Context, string) error       { return a.fail() }
+func (a *slowActor) Release(context.Context, string) error             { return a.fail() }
+
+// Once a Slurm call failed slowly, the rest of the round's calls are
+// skipped at once; a fast failure (a refusal) stops nothing.
+func TestStallGuard(t *testing.T) {
+	for _, tc := range []struct {
+		delay time.Duration
+		calls int // of 3 attempted
+	}{{0, 3}, {20 * time.Millisecond, 1}} {
+		a := &slowActor{delay: tc.delay}
+		g := &stallGuard{Actor: a, slow: 10 * time.Millisecond}
+		for i := 0; i < 3; i++ {
+			_ = g.CancelPilot(context.Background(), "r", "1")
+		}
+		if a.calls != tc.calls {
+			t.Errorf("failing after %v: %d calls reached Slurm, want %d", tc.delay, a.calls, tc.calls)
 		}
 	}
 }
