@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 10s
 # Fuzz targets as package:FuzzName, found by grep so new ones join automatically.
-FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' sidecar | xargs -r grep -Ho '^func Fuzz[A-Za-z0-9_]*' | sed 's|/[^/]*_test.go:func |:|')
+FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' sidecar spank | xargs -r grep -Ho '^func Fuzz[A-Za-z0-9_]*' | sed 's|/[^/]*_test.go:func |:|')
 
 .PHONY: all build spank test unit bench lint fuzz deps clean demo chaos
 

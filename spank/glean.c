@@ -29,13 +29,41 @@
  * value there fails them). glean's agent scrubs SLURM_SPANK_* from tasks;
  * a plain job that submits further jobs should unset it.
  *
+ * The epilog marker (issue 6): on a compute node, when one of glean's pilot
+ * jobs ends (its partition is the plugin's partition= argument), the job
+ * epilog hook drops a marker named by the job id, and nothing else, into
+ * <spool>/ended/, so that gleand takes the pilot's tasks back at once
+ * instead of after the heartbeat timeout (a SIGKILLed agent, an OOM kill).
+ * It reads nothing a user wrote: the job id comes from Slurm
+ * (spank_get_item), the partition from the epilog's environment (Slurm's).
+ * It writes as the glean user (user=), in a forked child that dropped
+ * root for good, with openat(O_NOFOLLOW | O_EXCL) in <spool>/ended, which
+ * must be a directory of that user's that nobody else may write into, in a
+ * spool directory of that user's. gleand acts on a marker only if it is
+ * its own user's and names a pilot its records list (sidecar/spool
+ * EndedPilots). Anything wrong is logged and ignored: the epilog never
+ * fails (a failing epilog would drain the node if the plugin were
+ * `required`), and the heartbeat timeout still covers the pilot.
+ *
  * Install (admin): `make spank`, copy spank/glean.so to the plugin directory
  * and add this line to plugstack.conf on login AND compute nodes (spank(8)):
- *     optional /usr/lib64/slurm/glean.so
- * `optional`: Slurm runs on if the file is missing.
+ *     optional /usr/lib64/slurm/glean.so spool=/var/spool/glean user=glean partition=pilot
+ * `optional`: Slurm runs on if the file is missing. Without spool= there is
+ * no marker (the option alone still works). The arguments are glean.toml's
+ * spool.dir, daemon.user and partitions.pilot.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <slurm/spank.h>
 
 SPANK_PLUGIN(glean, 1);
@@ -193,4 +221,132 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	if (rc != ESPANK_SUCCESS)
 		slurm_error("glean: cannot register --glean: %s", spank_strerror(rc));
 	return 0; /* fail soft: Slurm works on without the option */
+}
+
+/* ---- the epilog marker ---- */
+
+#define ENDED_DIR "ended" /* sidecar/spool.EndedDir */
+
+struct marker_conf {
+	const char *spool, *user, *partition;
+};
+
+/* marker_args reads spool=, user= and partition= (defaults glean, pilot);
+ * unknown arguments are logged and ignored. It returns 0 without spool=. */
+static int marker_args(int ac, char **av, struct marker_conf *c)
+{
+	int i;
+
+	c->spool = NULL;
+	c->user = "glean";
+	c->partition = "pilot";
+	for (i = 0; i < ac; i++) {
+		if (strncmp(av[i], "spool=", 6) == 0 && av[i][6] == '/')
+			c->spool = av[i] + 6;
+		else if (strncmp(av[i], "user=", 5) == 0 && av[i][5] != '\0')
+			c->user = av[i] + 5;
+		else if (strncmp(av[i], "partition=", 10) == 0 && av[i][10] != '\0')
+			c->partition = av[i] + 10;
+		else
+			slurm_info("glean: plugstack.conf: unknown argument '%s' ignored "
+				   "(spool=/ABSOLUTE/DIR user=NAME partition=NAME)", av[i]);
+	}
+	return c->spool != NULL;
+}
+
+/* Exit codes of the marker's child, for the parent's log line. */
+enum { M_OK, M_PRIV, M_SPOOL, M_DIR, M_CREATE, M_WRITE };
+
+static const char *marker_why[] = {
+	"", "cannot drop root to the glean user", "the spool is not a directory of the glean user's",
+	"<spool>/" ENDED_DIR " is not a directory of the glean user's that only it may write into",
+	"cannot create the marker", "cannot write the marker",
+};
+
+/* owned_dir reports whether fd is a directory of uid nobody else may write. */
+static int owned_dir(int fd, uid_t uid)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+	       (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+/* write_marker runs as the glean user: <spool>/ended/<id>, created O_EXCL
+ * and O_NOFOLLOW relative to the checked directory's descriptor. */
+static int write_marker(const char *spool, uint32_t id, uid_t uid)
+{
+	char name[16];
+	int sfd, dfd, fd, n, ok;
+
+	sfd = open(spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the admin's path: may be a link */
+	if (sfd < 0 || !owned_dir(sfd, uid))
+		return M_SPOOL;
+	dfd = openat(sfd, ENDED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(sfd);
+	if (dfd < 0 || !owned_dir(dfd, uid))
+		return M_DIR;
+	n = snprintf(name, sizeof(name), "%u", id);
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	close(dfd);
+	if (fd < 0)
+		return errno == EEXIST ? M_OK : M_CREATE;
+	name[n] = '\n';
+	ok = write(fd, name, (size_t)n + 1) == n + 1;
+	return close(fd) == 0 && ok ? M_OK : M_WRITE;
+}
+
+/* drop_marker forks a child that becomes the glean user for good and
+ * writes the marker; the epilog (root) only waits for it. */
+static void drop_marker(const struct marker_conf *c, uint32_t id)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	pid_t pid;
+	int st = 0;
+
+	if (getpwnam_r(c->user, &pw, buf, sizeof(buf), &res) != 0 || res == NULL || pw.pw_uid == 0) {
+		slurm_error("glean: epilog marker: no user '%s' (or it is root): pilot %u's tasks "
+			    "wait for the heartbeat timeout", c->user, id);
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		slurm_error("glean: epilog marker: fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(pw.pw_gid) != 0 || setuid(pw.pw_uid) != 0 ||
+		    setuid(0) == 0 || getuid() != pw.pw_uid)
+			_exit(M_PRIV);
+		_exit(write_marker(c->spool, id, pw.pw_uid));
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != M_OK) {
+		int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		slurm_error("glean: epilog marker for pilot %u in %s/" ENDED_DIR ": %s", id, c->spool,
+			    code > M_OK && code <= M_WRITE ? marker_why[code] : "the writer died");
+	}
+}
+
+/* slurm_spank_job_epilog: on the node, when a job of the pilot partition
+ * ended, drop its marker. Fail soft: always 0. */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	struct marker_conf c;
+	const char *part;
+	uint32_t id = 0;
+
+	if (spank_context() != S_CTX_JOB_SCRIPT || !marker_args(ac, av, &c))
+		return 0;
+	part = getenv("SLURM_JOB_PARTITION"); /* the epilog's environment: Slurm's own */
+	if (part == NULL || strcmp(part, c.partition) != 0)
+		return 0; /* not a pilot */
+	if (spank_get_item(sp, S_JOB_ID, &id) != ESPANK_SUCCESS || id == 0) {
+		slurm_error("glean: epilog marker: no job id");
+		return 0;
+	}
+	drop_marker(&c, id);
+	return 0;
 }

@@ -37,8 +37,10 @@ glean_items() {
 # gets SIGTERM and the grace (policy.grace, 1 minute by default) to save its
 # state into its checkpoint directory and exit with status 99; the next
 # attempt of the task (on any node) starts with GLEAN_RESTARTED=1 and the
-# directory as it was left. Any other end starts the next attempt from
-# scratch: GLEAN_RESTARTED=0 and an empty directory.
+# directory as it was left. After a kill without that chance (kill -9, a
+# lost node) the next attempt resumes too if the task committed a periodic
+# checkpoint (glean_checkpoint_commit). Any other end starts the next
+# attempt from scratch: GLEAN_RESTARTED=0 and an empty directory.
 #
 #   . /usr/share/glean/glean.sh
 #   dir=$(glean_checkpoint_dir)
@@ -69,11 +71,127 @@ glean_checkpoint_dir() {
 		fi
 		_gc_dir=${GLEAN_CHECKPOINT_ROOT:-$HOME/.glean/checkpoints}/$_gc_job/${SLURM_ARRAY_TASK_ID:-0}
 	fi
-	if ! (umask 077 && mkdir -p "$_gc_dir" && chmod 700 "$_gc_dir"); then
+	# Checked before and after mkdir -p: a directory another user created
+	# in a shared place meanwhile is refused by the second check.
+	if ! _glean_safe_dir "$_gc_dir"; then
+		return 1
+	fi
+	if ! (umask 077 && mkdir -p "$_gc_dir"); then
 		echo "glean_checkpoint_dir: cannot create $_gc_dir" >&2
 		return 1
 	fi
+	if ! _glean_safe_dir "$_gc_dir" || [ ! -O "$_gc_dir" ] || ! chmod 700 "$_gc_dir"; then
+		echo "glean_checkpoint_dir: $_gc_dir is not a directory of yours" >&2
+		return 1
+	fi
 	printf '%s\n' "$_gc_dir"
+}
+
+# _glean_safe_dir PATH checks PATH as glean-agent checks the checkpoint
+# root (docs/execution.md, "Where checkpoints live"), component by
+# component from /: each existing one is a directory of root's or yours;
+# one that others may write into only if it is root's and sticky (like
+# /scratch, 1777), and then the next is yours or root's; a symlink only if root made
+# it in a directory of root's nobody else may write into (its target is
+# then checked the same way). Components that do not exist yet are fine
+# (mkdir -p makes them yours). It prints why not and returns 1.
+_glean_safe_dir() {
+	_gs_me=$(id -u)
+	_gs_path=$1
+	_gs_links=0
+	while :; do
+		case $_gs_path in
+		/*) ;;
+		*)
+			echo "glean_checkpoint_dir: $_gs_path is not an absolute path" >&2
+			return 1
+			;;
+		esac
+		_gs_cur= _gs_rest=${_gs_path#/} _gs_again=
+		_gs_rootonly=1 _gs_mine=0 # the parent: root's, nobody else writes; after a sticky one: must be yours
+		while [ -n "$_gs_rest" ]; do
+			_gs_name=${_gs_rest%%/*}
+			case $_gs_rest in
+			*/*) _gs_rest=${_gs_rest#*/} ;;
+			*) _gs_rest= ;;
+			esac
+			if [ -z "$_gs_name" ] || [ "$_gs_name" = . ]; then
+				continue
+			fi
+			_gs_cur=$_gs_cur/$_gs_name
+			if [ ! -e "$_gs_cur" ] && [ ! -L "$_gs_cur" ]; then
+				return 0 # created by mkdir -p as you
+			fi
+			_gs_owner=$(stat -c %u -- "$_gs_cur") || return 1
+			if [ -L "$_gs_cur" ]; then
+				if [ "$_gs_owner" != 0 ] || [ "$_gs_rootonly" != 1 ] || [ "$_gs_mine" = 1 ]; then
+					echo "glean_checkpoint_dir: $_gs_cur is a symlink that root did not make in a directory only root writes: refusing it" >&2
+					return 1
+				fi
+				_gs_links=$((_gs_links + 1))
+				if [ "$_gs_links" -gt 16 ]; then
+					echo "glean_checkpoint_dir: $1: more than 16 symlinks" >&2
+					return 1
+				fi
+				_gs_target=$(readlink -- "$_gs_cur") || return 1
+				case $_gs_target in
+				/*) ;;
+				*) _gs_target=${_gs_cur%/*}/$_gs_target ;;
+				esac
+				_gs_path=$_gs_target/$_gs_rest _gs_again=1
+				break
+			fi
+			if [ ! -d "$_gs_cur" ]; then
+				echo "glean_checkpoint_dir: $_gs_cur is not a directory" >&2
+				return 1
+			fi
+			_gs_perm=$(stat -c %a -- "$_gs_cur") || return 1
+			_gs_bits=$((0$_gs_perm))
+			if [ "$_gs_mine" = 1 ] && [ "$_gs_owner" != "$_gs_me" ] && [ "$_gs_owner" != 0 ]; then
+				echo "glean_checkpoint_dir: $_gs_cur is owned by uid $_gs_owner, not yours (uid $_gs_me), in a directory others may write into: refusing it (remove it, or ask the admin to create it for you)" >&2
+				return 1
+			fi
+			if [ "$_gs_owner" != 0 ] && [ "$_gs_owner" != "$_gs_me" ]; then
+				echo "glean_checkpoint_dir: $_gs_cur is owned by uid $_gs_owner, neither root nor you (uid $_gs_me): refusing it" >&2
+				return 1
+			fi
+			_gs_mine=0 _gs_rootonly=0
+			if [ $((_gs_bits & 18)) -ne 0 ]; then # others may write (022)
+				if [ "$_gs_owner" != 0 ] || [ $((_gs_bits & 512)) -eq 0 ]; then
+					printf 'glean_checkpoint_dir: %s may be written by others (mode %04o) and is not root'"'"'s with the sticky bit: refusing it\n' "$_gs_cur" "$_gs_bits" >&2
+					return 1
+				fi
+				_gs_mine=1
+			elif [ "$_gs_owner" = 0 ]; then
+				_gs_rootonly=1
+			fi
+		done
+		if [ -z "$_gs_again" ]; then
+			return 0
+		fi
+	done
+}
+
+# glean_checkpoint_commit marks the state now in the checkpoint
+# directory complete: a periodic checkpoint. Write each file of the state
+# atomically first (to a temporary name, then mv), then call it. When an
+# attempt is killed without the chance to save on TERM (kill -9, a node
+# lost, the pilot gone), the next attempt resumes (GLEAN_RESTARTED=1) from
+# the directory as it was left if it was committed at least once; without
+# a commit it starts from scratch with the directory emptied. A task that
+# fails by itself always starts again from scratch. The commit is a file
+# renamed into place (.glean-committed, holding the attempt and the time),
+# after the directory's files were flushed (sync), so it survives a lost
+# node too.
+glean_checkpoint_commit() {
+	_gcc_dir=$(glean_checkpoint_dir) || return 1
+	sync -- "$_gcc_dir"/* "$_gcc_dir" 2>/dev/null || :
+	if ! printf '%s %s\n' "$GLEAN_ATTEMPT" "$(date +%s)" >"$_gcc_dir/.glean-committed.tmp" ||
+		! mv -f -- "$_gcc_dir/.glean-committed.tmp" "$_gcc_dir/.glean-committed"; then
+		echo "glean_checkpoint_commit: cannot commit $_gcc_dir" >&2
+		return 1
+	fi
+	sync -- "$_gcc_dir" 2>/dev/null || :
 }
 
 # glean_on_term CMD... runs CMD (evaluated like trap's argument) when the
@@ -93,7 +211,11 @@ glean_on_term() {
 }
 
 _glean_term() {
-	trap - TERM
+	# Ignore further TERMs while saving: on scancel Slurm signals every
+	# process of the job and the agent forwards its own TERM, so a second
+	# one often follows the first; with the default action back it would
+	# kill the shell half-way through the save.
+	trap '' TERM
 	if eval "$_glean_term_cmd"; then
 		exit "$GLEAN_CHECKPOINT_EXIT"
 	fi

@@ -32,6 +32,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/agent"
 	"github.com/glean-hpc/glean/sidecar/cli"
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -127,6 +128,9 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	} else {
 		log.Warn("the agent's log file", "err", err)
 	}
+	work.Log = log
+	fail := agentFailpoint(cfg, log)
+	work.Fail = fail
 	grace := f.grace
 	if grace <= 0 {
 		grace = cfg.Policy.Grace.Duration
@@ -140,6 +144,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	}
 	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
 	ckpt := sweep(cfg, sp, uid, id, log)
+	ckpt.Fail = fail
 	opts := agent.Options{
 		Shadow:    f.cmd == "shadow",
 		Pilot:     pilot,
@@ -174,13 +179,15 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		if work, err = sp.OpenWork(uid, id); err != nil {
 			return 1, err
 		}
+		work.Log, work.Fail = log, fail
 	}
 }
 
 // sweep expands the checkpoint settings for the job's owner and applies
 // the retention to the owner's ended jobs (docs/execution.md).
 func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Logger) agent.Checkpoints {
-	c := agent.Checkpoints{Spool: sp.Dir, Command: cfg.Checkpoint.Command, KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration}
+	c := agent.Checkpoints{Spool: sp.Dir, UID: os.Getuid(), Command: cfg.Checkpoint.Command,
+		KeepCompleted: cfg.Checkpoint.KeepCompleted.Duration}
 	name := strconv.Itoa(uid)
 	if rec, err := agent.ReadRecord(sp, uid, id, os.Getuid()); err == nil && rec.User != "" {
 		name = rec.User
@@ -194,7 +201,7 @@ func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Log
 		return c
 	}
 	c.Root = root
-	removed, err := agent.Sweep(sp, root, cfg.Checkpoint.KeepCompleted.Duration, cfg.Checkpoint.KeepFailed.Duration, time.Now())
+	removed, err := c.Sweep(sp, cfg.Checkpoint.KeepFailed.Duration, time.Now())
 	for _, d := range removed {
 		log.Debug("checkpoints removed (retention)", "dir", d)
 	}
@@ -204,16 +211,35 @@ func sweep(cfg config.Config, sp *spool.Spool, uid int, id string, log *slog.Log
 	return c
 }
 
+// agentFailpoint is the failpoint armed for this agent (crash tests):
+// GLEAN_FAILPOINT, else debug.agent_failpoint. Reaching it is logged, so
+// that a test sees where the agent died.
+func agentFailpoint(cfg config.Config, log *slog.Logger) *failpoint.Set {
+	v := os.Getenv(failpoint.EnvVar)
+	if v == "" {
+		v = cfg.Debug.AgentFailpoint
+	}
+	fail := failpoint.Parse(v)
+	if fail != nil {
+		log.Warn("a failpoint is armed: the agent will kill itself there (crash tests)", "failpoint", v)
+		fail.OnFire = func(name string) { log.Warn("failpoint reached: killing myself", "failpoint", name) }
+	}
+	return fail
+}
+
 // anchor writes the ended job's summary and returns its exit code.
 func anchor(sp *spool.Spool, uid int, id string) (int, error) {
 	rec, err := agent.ReadRecord(sp, uid, id, os.Getuid())
 	if err != nil {
 		return 1, err
 	}
-	entry := rec.Entry
-	if entry == nil {
-		// Refused before its entry validated: the owner's own entry still
-		// says where the output goes (best effort).
+	// The owner's own entry says where the output goes (the record's
+	// public status carries none); for a job refused before its entry
+	// validated, best effort.
+	var entry *spool.Entry
+	if read, err := agent.OwnEntry(sp, rec); err == nil {
+		entry = read.Entry
+	} else {
 		entry, _ = sp.ReadOwnEntry(uid, id)
 	}
 	var events []spool.TaskEvent

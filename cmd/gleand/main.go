@@ -32,6 +32,7 @@ import (
 )
 
 func main() {
+	started := time.Now()
 	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
 		fmt.Println("gleand", cli.Version)
 		return
@@ -44,7 +45,7 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *configPath, *allowRoot, log)
+	err := run(ctx, *configPath, *allowRoot, started, log)
 	stop()
 	if err != nil {
 		log.Error("gleand", "err", err)
@@ -52,7 +53,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logger) error {
+func run(ctx context.Context, configPath string, allowRoot bool, started time.Time, log *slog.Logger) error {
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return err
@@ -78,6 +79,12 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		return err
 	}
 	defer records.Close()
+	lock, err := sp.LockDaemon()
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	records.Log = log
 	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}}
 	var priv interface {
 		daemon.Privileged
@@ -90,7 +97,9 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 	fail := failpoint.FromEnv()
 	if fail != nil {
 		log.Warn("a failpoint is armed: gleand will kill itself there (crash tests)", "failpoint", os.Getenv(failpoint.EnvVar))
+		fail.OnFire = func(name string) { log.Warn("failpoint reached: killing myself", "failpoint", name) }
 	}
+	records.Fail = fail
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
 		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, Fail: fail},
 		records, &daemon.SlurmQueue{R: client.R}, priv, &daemon.SnapshotSizer{C: client}, log)
@@ -115,6 +124,6 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		interval = sc.BackfillInterval
 	}
 	log.Info("round interval", "interval", interval, "rescan", cfg.Daemon.Rescan.Duration)
-	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log}
+	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log, Started: started}
 	return loop.Run(ctx)
 }

@@ -8,8 +8,11 @@
 # hand-back"): a Monte Carlo estimate of pi. It saves its iteration counter,
 # hit count and random state when glean takes the node back, and the next
 # attempt goes on from there: the result is the one an uninterrupted run
-# prints. MC_ITERS sets the samples per task; MC_DELAY (seconds) slows each
-# sample down, for demos and tests.
+# prints. With MC_CKPT=n it also commits a periodic checkpoint every n
+# samples (glean_checkpoint_commit), so that an attempt killed without
+# warning (kill -9, a lost node) loses at most n samples. MC_ITERS sets the
+# samples per task; MC_DELAY (seconds) slows each sample down, for demos
+# and tests.
 set -eu
 # shellcheck source=/dev/null
 . "${GLEAN_SH:-/usr/share/glean/glean.sh}"
@@ -46,6 +49,10 @@ while [ "$i" -lt "$iters" ]; do
 	i=$((i + 1)) hits=$((hits + h)) seed=$s2
 	if [ $((i % 50)) -eq 0 ]; then
 		echo "iteration $i"
+	fi
+	if [ "${MC_CKPT:-0}" -gt 0 ] && [ $((i % MC_CKPT)) -eq 0 ] && [ "$i" -lt "$iters" ]; then
+		printf '%s %s %s\n' "$i" "$hits" "$seed" >"$state.tmp" && mv "$state.tmp" "$state" &&
+			glean_checkpoint_commit && echo "committed at iteration $i"
 	fi
 	if [ -n "${MC_DELAY:-}" ]; then
 		sleep "$MC_DELAY" || :

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +60,7 @@ type Agent struct {
 	hist    *history
 	jOff    int64
 
+	ckErr      error // the checkpoint root or the job's directory was refused
 	retiring   bool
 	taken      int // tasks this agent took
 	notStarted int // consecutive attempts that could not be started
@@ -132,8 +134,12 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	a.script = path
 	a.ctx = ctx
 	log := a.opt.Log
-	if err := a.opt.Checkpoint.prepareJob(a.job); err != nil {
-		log.Warn("the job's checkpoint directory", "root", a.opt.Checkpoint.Root, "err", err)
+	markerErr, err := a.opt.Checkpoint.prepareJob(a.job)
+	if err != nil {
+		log.Warn("no checkpoint directories for this job's tasks", "root", a.opt.Checkpoint.Root, "err", err)
+		a.ckErr = err
+	} else if markerErr != nil {
+		log.Warn("the job's checkpoint marker (retention)", "err", markerErr)
 	}
 	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
 		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
@@ -205,6 +211,7 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 		case <-ctx.Done():
 		case <-tick.C:
 		case e := <-a.done:
+			a.awaitTerm(e)
 			a.finish(e)
 		case <-a.wrote:
 		}
@@ -260,6 +267,7 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 		}
 		a.notStarted = 0
 		a.running[task] = p
+		a.work.Fail.Hit("agent/task-started") // running; its lease not yet fsynced
 		a.writes.Add(1)
 		go func() {
 			defer a.writes.Done()
@@ -312,6 +320,9 @@ func (a *Agent) finish(e exited) {
 	if e.state == nil && e.err != nil {
 		r.Detail = e.err.Error()
 	}
+	if p.note != "" {
+		r.Detail = strings.TrimPrefix(r.Detail+"; "+p.note, "; ")
+	}
 	a.opt.Log.Info("task ended", "task", p.task, "attempt", p.attempt, "outcome", out, "exit", exit,
 		"signal", sig, "runtime", e.end.Sub(p.start).Round(time.Millisecond))
 	// The result is written while the loop takes the next task: the lease
@@ -334,6 +345,28 @@ func (a *Agent) finish(e exited) {
 		default:
 		}
 	}()
+}
+
+// termWindow is how long a task that exited with the checkpoint status
+// by itself waits for the agent's own TERM.
+const termWindow = time.Second
+
+// awaitTerm: a task that exited with the checkpoint status although the
+// agent sent it no TERM was most likely TERMed by Slurm, which signals
+// every process of the job (scancel, the time limit) as it signals the
+// agent; the agent's own TERM follows within milliseconds. Waiting for it
+// a moment lets the attempt count as checkpointed, not as a task that
+// exited 99 on its own (a failure).
+func (a *Agent) awaitTerm(e exited) {
+	if e.p.signaled || a.ctx.Err() != nil || e.state == nil || e.state.ExitCode() != spool.CheckpointExit {
+		return
+	}
+	t := time.NewTimer(termWindow)
+	defer t.Stop()
+	select {
+	case <-a.ctx.Done():
+	case <-t.C:
+	}
 }
 
 // report writes a result; if that fails the lease is released so the task

@@ -3,16 +3,16 @@ package agent
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -28,17 +28,36 @@ import (
 type Checkpoints struct {
 	Spool         string        // the spool's directory, named in each job's marker
 	Root          string        // expanded checkpoint.root ("" = no checkpoint directories)
+	UID           int           // whose they are: the agent's own uid (every directory is checked against it)
 	Command       string        // checkpoint.command: the site wrapper for jobs not checkpoint-aware
 	KeepCompleted time.Duration // checkpoint.keep_completed: 0 removes a task's directory when it exits 0
+	Fail          *failpoint.Set
 }
 
 // jobMarker names the job in <root>/<anchor>.
 const jobMarker = ".glean-job"
 
+// maxMarkerBytes caps a marker read back.
+const maxMarkerBytes = 4096
+
 // marker is the content of .glean-job.
 type marker struct {
 	Spool  string `json:"spool"`
 	Record string `json:"record"` // <uid>.<id>
+}
+
+// parseMarker reads a job marker and returns the record it names, if it
+// is a marker of this spool naming one of uid's records.
+func parseMarker(data []byte, spoolDir string, uid int) (string, bool) {
+	var m marker
+	if len(data) > maxMarkerBytes || json.Unmarshal(data, &m) != nil || m.Spool != spoolDir {
+		return "", false
+	}
+	u, id, err := ParseJobArg(m.Record)
+	if err != nil || u != uid {
+		return "", false
+	}
+	return spool.RecordName(u, id), true
 }
 
 // CheckpointRoot expands checkpoint.root for the user: "" is
@@ -69,94 +88,127 @@ func (c Checkpoints) TaskDir(anchor string, task int) string {
 	return filepath.Join(c.Root, anchor, strconv.Itoa(task))
 }
 
-// prepareJob creates <root>/<anchor> (0700, the owner's, no symlink) and
-// its marker. Only <root>'s missing components are created, 0700.
-func (c Checkpoints) prepareJob(j *Job) error {
-	if c.Root == "" || j.Entry.Anchor == "" {
-		return nil
+// openJob opens <root>/<anchor> (creating the missing directories when
+// create), every component checked (openCheckpointRoot, privateDirAt).
+func (c Checkpoints) openJob(anchor string, create bool) (*os.File, error) {
+	root, err := openCheckpointRoot(c.Root, c.UID, create)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(c.Root, 0o700); err != nil {
-		return err
-	}
-	dir := filepath.Join(c.Root, j.Entry.Anchor)
-	if err := privateDir(dir); err != nil {
-		return err
-	}
-	data, _ := json.Marshal(marker{Spool: c.Spool, Record: spool.RecordName(j.UID, j.ID)})
-	tmp := filepath.Join(dir, jobMarker+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, jobMarker))
+	defer root.Close()
+	return privateDirAt(root, anchor, c.UID, create)
 }
 
-// prepareTask readies an attempt's directory: kept as it is for a
-// resumed attempt, emptied for one that starts from scratch; created
-// (0700) when create is set (a checkpoint-aware job, or the site command),
-// else left to glean_checkpoint_dir.
-func (c Checkpoints) prepareTask(dir string, restarted, create bool) error {
-	if dir == "" {
-		return nil
+// prepareJob creates <root>/<anchor> (0700, the owner's, no symlink) and
+// its marker. Only <root>'s missing components are created, 0700. An
+// error means no checkpoint directories for the job's tasks; a marker that
+// could not be written (markerErr) only delays the retention.
+func (c Checkpoints) prepareJob(j *Job) (markerErr, err error) {
+	if c.Root == "" || j.Entry.Anchor == "" {
+		return nil, nil
 	}
-	if !restarted {
-		if err := os.RemoveAll(dir); err != nil {
-			return err
+	dir, err := c.openJob(j.Entry.Anchor, true)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	data, _ := json.Marshal(marker{Spool: c.Spool, Record: spool.RecordName(j.UID, j.ID)})
+	return writeFileAt(dir, jobMarker, data, func() { c.Fail.Hit("checkpoint/marker-written") }), nil
+}
+
+// committedMarker is what glean_checkpoint_commit (wrappers/glean.sh)
+// renames into a task's directory once the state in it is complete.
+const committedMarker = ".glean-committed"
+
+// prepareTask readies an attempt's directory and returns its path and
+// whether the attempt resumes from it (GLEAN_RESTARTED=1): it does when
+// the last attempt checkpointed (exit 99 after TERM), or when it was
+// killed (an expected kill: pilot lost, node failure, give-way, ...) after
+// the task committed a periodic checkpoint (glean_checkpoint_commit);
+// otherwise the directory is emptied (a save killed half-way, a failure).
+// The directory is created (0700) when create is set (a checkpoint-aware
+// job, or the site command), else left to glean_checkpoint_dir. It works
+// from descriptors of the checked <root>/<anchor> (prepareJob made it).
+func (c Checkpoints) prepareTask(anchor string, task int, checkpointed, killed, create bool) (string, bool, error) {
+	if c.Root == "" || anchor == "" {
+		return "", checkpointed, nil // no directory of glean's: the script's own
+	}
+	dir, err := c.openJob(anchor, false)
+	if err != nil {
+		return "", false, err
+	}
+	defer dir.Close()
+	name := strconv.Itoa(task)
+	resume := checkpointed || killed && c.committed(dir, name)
+	if !resume {
+		if err := removeAllAt(dir, name); err != nil {
+			return "", false, err
 		}
 	}
-	if !create {
-		return nil
+	if create || resume {
+		d, err := privateDirAt(dir, name, c.UID, true)
+		if err != nil {
+			return "", false, err
+		}
+		d.Close()
 	}
-	return privateDir(dir)
+	return c.TaskDir(anchor, task), resume, nil
+}
+
+// committed reports whether task directory name in dir (the user's) holds
+// a committed checkpoint.
+func (c Checkpoints) committed(dir *os.File, name string) bool {
+	d, err := privateDirAt(dir, name, c.UID, false)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = readFileAt(d, committedMarker, maxMarkerBytes)
+	return err == nil
 }
 
 // completed removes the directory of a task that exited 0 when completed
 // jobs keep no checkpoints (exit 0 is always committed as completed, or as
 // a duplicate of a completion).
 func (c Checkpoints) completed(anchor string, task int) error {
-	if dir := c.TaskDir(anchor, task); dir != "" && c.KeepCompleted == 0 {
-		return os.RemoveAll(dir)
+	if c.Root == "" || anchor == "" || c.KeepCompleted != 0 {
+		return nil
 	}
-	return nil
-}
-
-// privateDir makes dir a directory of this uid with mode 0700, refusing a
-// symlink or someone else's.
-func privateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	dir, err := c.openJob(anchor, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	st, err := os.Lstat(dir)
 	if err != nil {
 		return err
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !st.IsDir() || !ok || int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("%s is not a directory of uid %d: remove it", dir, os.Getuid())
-	}
-	if st.Mode().Perm() != 0o700 {
-		return os.Chmod(dir, 0o700)
-	}
-	return nil
+	defer dir.Close()
+	return removeAllAt(dir, strconv.Itoa(task))
 }
 
-// Sweep applies the retention under root: the directory <root>/<anchor>
-// of a job that ended (done: keepCompleted after its end; failed,
+// Sweep applies the retention under c.Root: the directory <root>/<anchor>
+// of a job that ended (done: KeepCompleted after its end; failed,
 // cancelled or rejected: keepFailed), or whose record is gone from the
-// spool, is removed. Directories without a marker of this spool are not
-// glean's (or another spool's) and are left alone. It returns what it
-// removed. It runs as the owner: in every agent's start and in the
-// anchor's final run.
-func Sweep(sp *spool.Spool, root string, keepCompleted, keepFailed time.Duration, now time.Time) ([]string, error) {
-	if root == "" {
+// spool, is removed. Directories that are not the user's or have no
+// marker of this spool naming one of the user's records are left alone.
+// It returns what it removed. It runs as the owner: in every agent's start
+// and in the anchor's final run, from descriptors of the checked root.
+func (c Checkpoints) Sweep(sp *spool.Spool, keepFailed time.Duration, now time.Time) ([]string, error) {
+	if c.Root == "" {
 		return nil, nil
 	}
-	ents, err := os.ReadDir(root)
+	root, err := openCheckpointRoot(c.Root, c.UID, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	defer root.Close()
+	names, err := root.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
 	recs, err := sp.OpenRecords()
 	if err != nil {
 		return nil, err
@@ -164,31 +216,35 @@ func Sweep(sp *spool.Spool, root string, keepCompleted, keepFailed time.Duration
 	defer recs.Close()
 	var removed []string
 	var errs []error
-	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
 			continue
 		}
-		dir := filepath.Join(root, e.Name())
-		data, err := os.ReadFile(filepath.Join(dir, jobMarker))
+		dir, err := privateDirAt(root, n, c.UID, false)
+		if err != nil {
+			continue // not a directory of the user's: not glean's to remove
+		}
+		data, err := readFileAt(dir, jobMarker, maxMarkerBytes)
+		dir.Close()
 		if err != nil {
 			continue
 		}
-		var m marker
-		if json.Unmarshal(data, &m) != nil || m.Spool != sp.Dir || strings.ContainsAny(m.Record, "/\x00") || m.Record == "" {
+		name, ok := parseMarker(data, sp.Dir, c.UID)
+		if !ok {
 			continue
 		}
-		rec, err := recs.Get(m.Record)
+		rec, err := recs.Status(name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // unreadable for now: try again next time
 		}
-		if rec != nil && !expired(rec, keepCompleted, keepFailed, now) {
+		if rec != nil && !expired(rec, c.KeepCompleted, keepFailed, now) {
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := removeAllAt(root, n); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, dir)
+		removed = append(removed, filepath.Join(c.Root, n))
 	}
 	return removed, errors.Join(errs...)
 }

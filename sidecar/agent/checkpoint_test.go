@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func newCkptRun(t *testing.T, script string, env []string, aware bool, command s
 	env = append(env, "PATH="+os.Getenv("PATH"), "GLEAN_SH="+repoFile(t, "wrappers/glean.sh"))
 	f := newFixture(t, 1, string(body), env, func(e *spool.Entry) { e.Glean.Checkpoint = aware })
 	r := &ckptRun{fixture: f, out: filepath.Join(f.cwd, fmt.Sprintf("slurm-%s_0.out", testAnchor)),
-		ck: Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "checkpoints"), Command: command}}
+		ck: Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "checkpoints"), UID: os.Getuid(), Command: command}}
 	var ctx context.Context
 	ctx, r.cancel = context.WithCancel(context.Background())
 	f.commit(ctx, &r.wg)
@@ -239,8 +240,8 @@ func TestSweep(t *testing.T) {
 			}
 		}
 		dir := filepath.Join(root, anchor)
-		c := Checkpoints{Spool: f.sp.Dir, Root: root}
-		if err := c.prepareJob(&Job{UID: f.uid, ID: rec.ID, Entry: &spool.Entry{Anchor: anchor}}); err != nil {
+		c := Checkpoints{Spool: f.sp.Dir, Root: root, UID: os.Getuid()}
+		if mErr, err := c.prepareJob(&Job{UID: f.uid, ID: rec.ID, Entry: &spool.Entry{Anchor: anchor}}); err != nil || mErr != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "state"), []byte("1"), 0o600); err != nil {
@@ -269,7 +270,7 @@ func TestSweep(t *testing.T) {
 	}
 	kept = append(kept, other)
 
-	removed, err := Sweep(f.sp, root, 0, 7*24*time.Hour, now)
+	removed, err := Checkpoints{Spool: f.sp.Dir, Root: root, UID: os.Getuid()}.Sweep(f.sp, 7*24*time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +295,11 @@ func TestSweep(t *testing.T) {
 // save fails exits 143 (start again), one whose save succeeds exits 99.
 func TestGleanShOutsideGlean(t *testing.T) {
 	home := t.TempDir()
+	// Not writable by others whatever umask another test's agent left
+	// the process with meanwhile (glean_checkpoint_dir refuses that).
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	sh := func(script string, extra ...string) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", ". \"$GLEAN_SH\"\n"+script)
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"),
@@ -330,5 +336,129 @@ func TestTaskEnvCheckpointVars(t *testing.T) {
 	env = TaskEnv(j, nil, TaskVars{Task: 3, Attempt: 1})
 	if !slices.Contains(env, "GLEAN_RESTARTED=0") || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GLEAN_CHECKPOINT_") }) {
 		t.Errorf("without a root: %q", env)
+	}
+}
+
+// Whether an attempt resumes from its checkpoint directory, by how the
+// task's last attempt ended and whether the task committed a periodic
+// checkpoint (glean_checkpoint_commit): a checkpointed attempt (exit 99)
+// always resumes; an expected kill (the agent SIGKILLed: pilot-lost; a
+// lost node; a give-way without saving) resumes only from a committed
+// directory; a failure never does, and the directory is emptied.
+func TestCommittedCheckpointResume(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		reason       string
+		checkpointed bool
+		committed    bool
+		resume       bool
+	}{
+		{"killed after a commit", spool.ReasonLost, false, true, true},
+		{"node lost after a commit", spool.ReasonNodeFailure, false, true, true},
+		{"killed before any commit", spool.ReasonLost, false, false, false},
+		{"failed after a commit", spool.ReasonFailed, false, true, false},
+		{"checkpointed on TERM", spool.ReasonGiveWay, true, false, true},
+		{"given way without saving, after a commit", spool.ReasonGiveWay, false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 1, "#!/bin/sh\necho \"restarted=$GLEAN_RESTARTED state=$(cat \"$GLEAN_CHECKPOINT_DIR/state\" 2>/dev/null)\"\n",
+				nil, func(e *spool.Entry) { e.Glean.Checkpoint = true })
+			c := Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "ck"), UID: os.Getuid()}
+			dir := c.TaskDir(testAnchor, 0)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "state"), []byte("42"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tc.committed {
+				if err := os.WriteFile(filepath.Join(dir, committedMarker), []byte("1 0\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev := spool.TaskEvent{Index: 0, Attempt: "first", Reason: tc.reason, Checkpointed: tc.checkpointed, Exit: 137}
+			if err := f.recs.Journal(f.rec, spool.Event{Time: time.Now(), Event: "task", Task: &ev}); err != nil {
+				t.Fatal(err)
+			}
+			runAgent(t, context.Background(), f.agent("401", 1, func(o *Options) { o.Checkpoint = c }))()
+			want := "restarted=0 state=\n"
+			if tc.resume {
+				want = "restarted=1 state=42\n"
+			}
+			if got := readFile(t, filepath.Join(f.cwd, "slurm-"+testAnchor+"_0.out")); got != want {
+				t.Errorf("attempt 2 printed %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// glean_checkpoint_commit renames .glean-committed into the task's
+// directory (attempt and time), leaving no temporary behind.
+func TestGleanShCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ck")
+	if err := os.Chmod(filepath.Dir(dir), 0o700); err != nil { // whatever umask another test left
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `. "$GLEAN_SH"; d=$(glean_checkpoint_dir) && echo 7 > "$d/state" && glean_checkpoint_commit`)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"), "GLEAN_CHECKPOINT_DIR=" + dir, "GLEAN_ATTEMPT=3"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, committedMarker))
+	if f := strings.Fields(string(data)); err != nil || len(f) != 2 || f[0] != "3" {
+		t.Errorf("the commit marker: %q %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, committedMarker+".tmp")); err == nil {
+		t.Error("a temporary marker left behind")
+	}
+}
+
+// On scancel Slurm TERMs every process of the job and the agent forwards
+// its own TERM: a second TERM during the save must not kill the shell
+// half-way (it once did: the trap restored TERM's default action first).
+func TestGleanShSecondTerm(t *testing.T) {
+	saved := filepath.Join(t.TempDir(), "saved")
+	cmd := exec.Command("sh", "-c", `. "$GLEAN_SH"
+glean_on_term 'kill -TERM $$; sleep 0.2; echo ok > "$SAVED"'
+kill -TERM $$
+sleep 5`)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"), "SAVED=" + saved}
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != spool.CheckpointExit {
+		t.Errorf("a second TERM during the save: %v, want exit %d", err, spool.CheckpointExit)
+	}
+	if got := strings.TrimSpace(readFile(t, saved)); got != "ok" {
+		t.Errorf("the save did not finish: %q", got)
+	}
+}
+
+// Slurm TERMs every process of a job it cancels, the task as well as the
+// agent: a task that saves and exits 99 before the agent noticed its own
+// TERM still counts as checkpointed (it once counted as a task that
+// exited 99 by itself: a failure, and its checkpoint was thrown away).
+func TestCheckpointBeforeAgentTerm(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	f := newFixture(t, 1, "#!/bin/sh\n. \"$GLEAN_SH\"\nglean_on_term true\necho $$ > \"$PIDFILE\"\nwhile :; do sleep 0.05; done\n",
+		[]string{"PATH=" + os.Getenv("PATH"), "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"), "PIDFILE=" + pidFile}, nil)
+	ctx, term := context.WithCancel(context.Background())
+	wait := runAgent(t, ctx, f.agent("501", 1, nil))
+	var pid int
+	waitFor(t, "the task's pid", func() bool {
+		data, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid > 0
+	})
+	// Slurm's TERM reaches the task first; the agent's a moment later.
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the gap between the two signals under test, not a wait for a condition
+	term()
+	if why := wait(); why != EndSignaled {
+		t.Fatalf("agent ended %q", why)
+	}
+	res := f.results()
+	if len(res) != 1 || res[0].Outcome != spool.OutcomeCheckpointed {
+		t.Errorf("results %+v, want the attempt checkpointed", res)
 	}
 }

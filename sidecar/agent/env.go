@@ -65,8 +65,13 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 		restarted = "1"
 	}
 	e.set("GLEAN_RESTARTED", restarted)
-	if v.CkptDir != "" {
+	// The root even when the task has no directory (refused): then
+	// glean_checkpoint_dir refuses it too, instead of falling back to
+	// $HOME.
+	if v.CkptRoot != "" {
 		e.set("GLEAN_CHECKPOINT_ROOT", v.CkptRoot)
+	}
+	if v.CkptDir != "" {
 		e.set("GLEAN_CHECKPOINT_DIR", v.CkptDir)
 	}
 	if it := j.Entry.Items; it != nil && j.ItemsPath != "" {

@@ -17,15 +17,22 @@ import (
 type history struct {
 	attempts map[int]int     // committed attempts per task
 	resume   map[int]bool    // the task's last committed attempt checkpointed
+	killed   map[int]bool    // the task's last committed attempt ended by an expected kill (not its own failure)
 	runtimes []time.Duration // of completed attempts
 }
 
-func newHistory() *history { return &history{attempts: map[int]int{}, resume: map[int]bool{}} }
+func newHistory() *history {
+	return &history{attempts: map[int]int{}, resume: map[int]bool{}, killed: map[int]bool{}}
+}
 
 func (h *history) add(evs []spool.TaskEvent) {
 	for _, ev := range evs {
 		h.attempts[ev.Index]++
+		if ev.Reason == spool.ReasonDuplicate {
+			continue // a second end of a finished task says nothing about the next attempt
+		}
 		h.resume[ev.Index] = ev.Checkpointed
+		h.killed[ev.Index] = spool.ExpectedKill(ev.Reason)
 		if ev.Reason == spool.ReasonCompleted && !ev.Start.IsZero() && ev.End.After(ev.Start) {
 			h.runtimes = append(h.runtimes, ev.End.Sub(ev.Start))
 		}

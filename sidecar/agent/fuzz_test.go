@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -62,6 +63,42 @@ func FuzzParseJobArg(f *testing.F) {
 		}
 		if uid < 0 || !spool.ValidID(id) || spool.RecordName(uid, id) != s {
 			t.Fatalf("%q parsed as %d %q", s, uid, id)
+		}
+	})
+}
+
+// FuzzParseMarker: the checkpoint marker <root>/<anchor>/.glean-job is the
+// user's file, read by Sweep (which may then remove that directory). A
+// marker is taken only if it is of this spool and names a record of this
+// uid, in the record name's exact form; a marker the agent writes is read
+// back as its own record.
+func FuzzParseMarker(f *testing.F) {
+	const sp, uid = "/var/spool/glean", 1000
+	for _, s := range []string{
+		`{"spool":"/var/spool/glean","record":"1000.0190abcdef01-abcd1234"}`,
+		`{"spool":"/var/spool/glean","record":"1001.0190abcdef01-abcd1234"}`,
+		`{"spool":"/var/spool/glean","record":"1000.../../etc"}`,
+		`{"spool":"/elsewhere","record":"1000.0190abcdef01-abcd1234"}`,
+		`{"spool":"/var/spool/glean","record":"01000.0190abcdef01-abcd1234","x":1}`,
+		``, `{}`, `null`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		name, ok := parseMarker(data, sp, uid)
+		if !ok {
+			if name != "" {
+				t.Fatalf("refused, but named %q", name)
+			}
+			return
+		}
+		u, id, err := ParseJobArg(name)
+		if err != nil || u != uid || spool.RecordName(u, id) != name || strings.ContainsAny(name, "/\x00") {
+			t.Fatalf("marker %q taken as record %q (uid %d, %v)", data, name, u, err)
+		}
+		back, _ := json.Marshal(marker{Spool: sp, Record: name})
+		if again, ok := parseMarker(back, sp, uid); !ok || again != name {
+			t.Fatalf("the agent's own marker for %q reads back as %q %v", name, again, ok)
 		}
 	})
 }

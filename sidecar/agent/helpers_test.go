@@ -51,21 +51,32 @@ func newFixture(t *testing.T, n int, script string, env []string, mutate func(*s
 	if mutate != nil {
 		mutate(e)
 	}
-	in := sp.IncomingPath(uid, id)
-	if err := os.MkdirAll(in, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	e.ScriptSize = int64(len(script))
 	var envb []byte
 	for _, kv := range env {
 		envb = append(append(envb, kv...), 0)
 	}
-	for name, data := range map[string][]byte{spool.ScriptFile: []byte(script), spool.EnvFile: envb} {
-		if err := os.WriteFile(filepath.Join(in, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	var items []byte
+	if e.Items != nil {
+		items = []byte{} // the test writes its own
+	}
+	// As the wrapper writes it; the daemon's record names its digest.
+	if err := sp.EnsureUserDirs(uid); err != nil {
+		t.Fatal(err)
+	}
+	p, err := sp.Prepare(uid, id, []byte(script), envb, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(e); err != nil {
+		t.Fatal(err)
+	}
+	read, err := sp.ReadIncoming(spool.Incoming{UID: uid, Name: id}, spool.Limits{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	rec := &spool.Record{ID: id, UID: uid, User: "tester", Anchor: testAnchor, Name: e.Name, Mode: e.Mode,
-		State: spool.StateQueued, Entry: e, Tasks: spool.Counts{Total: n, Pending: n}}
+		State: spool.StateQueued, Entry: e, EntryDigest: read.Digest, Tasks: spool.Counts{Total: n, Pending: n}}
 	if err := recs.Put(rec); err != nil {
 		t.Fatal(err)
 	}

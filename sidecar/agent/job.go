@@ -46,8 +46,8 @@ func ParseJobArg(s string) (uid int, id string, err error) {
 	return uid, id, nil
 }
 
-// ReadRecord reads the daemon's record of the job and refuses one that is
-// not owner's.
+// ReadRecord reads the daemon's public record of the job (status.json:
+// job.json is the daemon's only) and refuses one that is not owner's.
 func ReadRecord(sp *spool.Spool, uid int, id string, owner int) (*spool.Record, error) {
 	if uid != owner {
 		return nil, fmt.Errorf("job %s belongs to uid %d; this agent runs as uid %d", spool.RecordName(uid, id), uid, owner)
@@ -57,7 +57,7 @@ func ReadRecord(sp *spool.Spool, uid int, id string, owner int) (*spool.Record, 
 		return nil, err
 	}
 	defer recs.Close()
-	rec, err := recs.Get(spool.RecordName(uid, id))
+	rec, err := recs.Status(spool.RecordName(uid, id))
 	if err != nil {
 		return nil, fmt.Errorf("the daemon's record of job %s: %w", spool.RecordName(uid, id), err)
 	}
@@ -67,21 +67,42 @@ func ReadRecord(sp *spool.Spool, uid int, id string, owner int) (*spool.Record, 
 	return rec, nil
 }
 
+// OwnEntry reads the owner's own submission (incoming/<id>/: entry.json
+// and the script) and checks it is the entry the daemon took in: the
+// record's EntryDigest (from an older glean without one: the same id and
+// anchor).
+func OwnEntry(sp *spool.Spool, rec *spool.Record) (*spool.Read, error) {
+	read, err := sp.ReadIncoming(spool.Incoming{UID: rec.UID, Name: rec.ID}, spool.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("your submission %s: %w", sp.IncomingPath(rec.UID, rec.ID), err)
+	}
+	switch {
+	case rec.EntryDigest != "" && read.Digest != rec.EntryDigest:
+		return nil, fmt.Errorf("your submission %s changed since glean took the job in: it cannot run", sp.IncomingPath(rec.UID, rec.ID))
+	case read.Entry.Anchor != rec.Anchor:
+		return nil, fmt.Errorf("your submission %s names anchor %s, the record %s", sp.IncomingPath(rec.UID, rec.ID), read.Entry.Anchor, rec.Anchor)
+	}
+	return read, nil
+}
+
 // LoadJob reads the record (refusing one that is not owner's) and the
-// owner's submission files: script, env and (data-folder form) items.
+// owner's submission files: the entry the daemon took in, script, env and
+// (data-folder form) items.
 func LoadJob(sp *spool.Spool, uid int, id string, owner int) (*Job, error) {
 	rec, err := ReadRecord(sp, uid, id, owner)
 	if err != nil {
 		return nil, err
 	}
-	if rec.Entry == nil {
-		return nil, fmt.Errorf("job %s has no entry on record (state %s)", spool.RecordName(uid, id), rec.State)
+	switch rec.State {
+	case spool.StateRejected, spool.StateAccepting, spool.StateSubmitted:
+		return nil, fmt.Errorf("job %s was not taken in (state %s)", spool.RecordName(uid, id), rec.State)
 	}
-	j := &Job{UID: uid, ID: id, Record: rec, Entry: rec.Entry, User: userName(uid, rec.User)}
+	read, err := OwnEntry(sp, rec)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{UID: uid, ID: id, Record: rec, Entry: read.Entry, User: userName(uid, rec.User), Script: read.Script}
 	dir := sp.IncomingPath(uid, id)
-	if j.Script, err = os.ReadFile(filepath.Join(dir, spool.ScriptFile)); err != nil {
-		return nil, fmt.Errorf("the job script: %w", err)
-	}
 	env, err := os.ReadFile(filepath.Join(dir, spool.EnvFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("the captured environment: %w", err)

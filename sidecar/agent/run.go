@@ -24,6 +24,7 @@ type proc struct {
 	pid      int // also its process group
 	signaled bool
 	beat     time.Time
+	note     string // for the result's detail (a refused checkpoint directory)
 }
 
 // exited is a proc's end, sent by its waiting goroutine to the loop.
@@ -62,10 +63,18 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 	paths := TaskPaths(j, vars)
 	ck := a.opt.Checkpoint
 	aware := j.Entry.Glean.Checkpoint
-	tv := TaskVars{Task: task, Attempt: attemptNo, Restarted: a.hist.resume[task], CkptRoot: ck.Root,
-		CkptDir: ck.TaskDir(j.Entry.Anchor, task)}
-	if err := ck.prepareTask(tv.CkptDir, tv.Restarted, aware || ck.Command != ""); err != nil {
-		a.opt.Log.Warn("the task's checkpoint directory", "task", task, "dir", tv.CkptDir, "err", err)
+	tv := TaskVars{Task: task, Attempt: attemptNo, Restarted: a.hist.resume[task], CkptRoot: ck.Root}
+	// A refused checkpoint directory: the task runs without one (no
+	// GLEAN_CHECKPOINT_DIR) and its result says why.
+	ckErr := a.ckErr
+	if ckErr == nil {
+		tv.CkptDir, tv.Restarted, ckErr = ck.prepareTask(j.Entry.Anchor, task, tv.Restarted, a.hist.killed[task], aware || ck.Command != "")
+	}
+	note := ""
+	if ckErr != nil {
+		a.opt.Log.Warn("no checkpoint directory for the task", "task", task, "err", ckErr)
+		note = "no checkpoint directory: " + ckErr.Error()
+		tv.CkptDir, tv.Restarted = "", false
 	}
 	env := TaskEnv(j, a.opt.Env, tv)
 
@@ -133,7 +142,7 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 		closeAll()
 		return nil, fmt.Errorf("exec %s: %w", j.Entry.Script, err)
 	}
-	p := &proc{task: task, attempt: attempt, start: now, pid: cmd.Process.Pid, beat: now}
+	p := &proc{task: task, attempt: attempt, start: now, pid: cmd.Process.Pid, beat: now, note: note}
 	copied := make(chan struct{})
 	if master != nil {
 		go func() {

@@ -195,11 +195,57 @@ func TestLoadJobRefusesAnotherUID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.sp.Dir, spool.JobsDir, f.rec.DirName(), spool.RecordFile), data, 0o644); err != nil {
+	status := filepath.Join(f.sp.Dir, spool.JobsDir, f.rec.DirName(), spool.StatusFile)
+	good, _ := os.ReadFile(status)
+	if err := os.WriteFile(status, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadRecord(f.sp, f.uid, f.id, f.uid); err == nil {
 		t.Error("a record naming another uid was accepted")
+	}
+	if err := os.WriteFile(status, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The owner's entry changed after the daemon took it in: its digest
+	// no longer matches the record's.
+	entry := filepath.Join(f.sp.IncomingPath(f.uid, f.id), spool.EntryFile)
+	e := *f.rec.Entry
+	e.Export = "ALL,EXTRA=1"
+	changed, _ := e.Encode()
+	if err := os.WriteFile(entry, changed, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadJob(f.sp, f.uid, f.id, f.uid); err == nil || !strings.Contains(err.Error(), "changed since glean took the job in") {
+		t.Errorf("an entry changed after intake: %v", err)
+	}
+}
+
+// The daemon's job.json carries the user's whole entry and is private
+// (0600); status.json, what everyone may read, has no entry, no pilot
+// tokens, and names the entry's digest.
+func TestRecordPrivateStatusPublic(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\n", []string{"SECRET=s3cr3t"}, func(e *spool.Entry) { e.Export = "ALL,TOKEN=hunter2" })
+	f.rec.PilotJobs = []spool.PilotJob{{ID: "77", Token: "feedface"}}
+	if err := f.recs.Put(f.rec); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(f.sp.Dir, spool.JobsDir, f.rec.DirName())
+	for file, mode := range map[string]os.FileMode{spool.RecordFile: 0o600, spool.StatusFile: 0o644} {
+		if st, err := os.Stat(filepath.Join(dir, file)); err != nil || st.Mode().Perm() != mode {
+			t.Errorf("%s: %v %v, want mode %o", file, st.Mode(), err, mode)
+		}
+	}
+	pub := readFile(t, filepath.Join(dir, spool.StatusFile))
+	for _, secret := range []string{"hunter2", "feedface", f.cwd, `"entry"`} {
+		if strings.Contains(pub, secret) {
+			t.Errorf("status.json shows %q:\n%s", secret, pub)
+		}
+	}
+	if !strings.Contains(pub, f.rec.EntryDigest) || !strings.Contains(readFile(t, filepath.Join(dir, spool.RecordFile)), "hunter2") {
+		t.Errorf("status.json lacks the digest, or job.json the entry")
+	}
+	if j := f.job(); j.Entry.Export != "ALL,TOKEN=hunter2" {
+		t.Errorf("the agent's entry %+v", j.Entry)
 	}
 }
 

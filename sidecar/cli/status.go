@@ -34,13 +34,25 @@ func loadJobs(cfg config.Config) ([]*spool.Record, []error) {
 	var problems []error
 	taken := map[string]bool{}
 	if rs, err := sp.OpenRecords(); err == nil {
-		recs, problems = rs.List()
+		// Everyone reads the public status; root the whole records. A
+		// user's own entries (what `glean show` prints: paths, --export)
+		// come from the user's own files.
+		if os.Geteuid() == 0 {
+			recs, problems = rs.List()
+		} else {
+			recs, problems = rs.ListStatus()
+		}
 		rs.Close()
 	} else if !errors.Is(err, os.ErrNotExist) {
 		problems = append(problems, err)
 	}
 	for _, r := range recs {
 		taken[r.DirName()] = true
+		if r.Entry == nil && r.UID == os.Getuid() && r.EntryDigest != "" {
+			if read, err := sp.ReadIncoming(spool.Incoming{UID: r.UID, Name: r.ID}, spool.Limits{}); err == nil && read.Digest == r.EntryDigest {
+				r.Entry = read.Entry
+			}
+		}
 	}
 	var incoming []spool.Incoming
 	if os.Geteuid() == 0 {

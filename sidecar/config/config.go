@@ -43,6 +43,16 @@ type Config struct {
 	Checkpoint Checkpoint `toml:"checkpoint"`
 	Daemon     Daemon     `toml:"daemon"`
 	Helper     Helper     `toml:"helper"`
+	Debug      Debug      `toml:"debug"`
+}
+
+// Debug is for crash tests only.
+type Debug struct {
+	// AgentFailpoint arms a failpoint ("name" or "name@n",
+	// sidecar/failpoint) in every agent that starts: pilots run with
+	// --export=NONE, so GLEAN_FAILPOINT cannot reach them. Never set it
+	// on a real cluster: the agents kill themselves there.
+	AgentFailpoint string `toml:"agent_failpoint"`
 }
 
 // Slurm says where Slurm's commands are.

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -57,13 +59,15 @@ type Executor struct {
 	opt     ExecOptions
 	in      *Intake
 	records *spool.Records
-	act     Actor
+	act     Actor // this round's: base behind a stallGuard
+	base    Actor
 	snap    Snapshotter
 	log     *slog.Logger
 
-	books  map[string]*book // by record name: the journal's meaning, built once
-	misses int              // consecutive pending-pilot timeouts (policy.State)
-	moved  map[string]bool  // pilots whose move this daemon completed (move.go)
+	books  map[string]*book     // by record name: the journal's meaning, built once
+	misses int                  // consecutive pending-pilot timeouts (policy.State)
+	moved  map[string]bool      // pilots whose move this daemon completed (move.go)
+	ended  map[string]time.Time // this round's SPANK epilog markers: pilots that ended on their node
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -71,7 +75,49 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 	if opt.MaxAttempts <= 0 {
 		opt.MaxAttempts = 20
 	}
-	return &Executor{opt: opt, in: in, records: records, act: act, snap: snap, log: log, books: map[string]*book{}}
+	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}}
+}
+
+// slowCall: a privileged call that failed after this long met a Slurm
+// that does not answer (slurmctld down since the round's snapshot).
+const slowCall = 5 * time.Second
+
+// errStalled is what the calls after a slow failure return.
+var errStalled = errors.New("skipped: Slurm stopped answering during this round")
+
+// stallGuard stops calling Slurm for the rest of a round once a call
+// failed slowly: each would wait for the timeout too, and the round (which
+// also commits the results) would stall for the whole outage.
+type stallGuard struct {
+	Actor
+	slow    time.Duration // slowCall
+	stalled bool
+}
+
+func (g *stallGuard) call(f func() error) error {
+	if g.stalled {
+		return errStalled
+	}
+	start := time.Now()
+	err := f()
+	if err != nil && time.Since(start) > g.slow {
+		g.stalled = true
+	}
+	return err
+}
+
+func (g *stallGuard) SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (id string, err error) {
+	err = g.call(func() (e error) { id, e = g.Actor.SubmitPilot(ctx, record, minutes, node, token); return e })
+	return id, err
+}
+func (g *stallGuard) CancelPilot(ctx context.Context, record, id string) error {
+	return g.call(func() error { return g.Actor.CancelPilot(ctx, record, id) })
+}
+func (g *stallGuard) CancelPending(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Actor.CancelPending(ctx, id) })
+}
+func (g *stallGuard) Release(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Actor.Release(ctx, id) })
 }
 
 // ExecStats counts what a round did.
@@ -150,6 +196,8 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		return st, nil
 	}
 	sort.Strings(names)
+	x.act = &stallGuard{Actor: x.base, slow: slowCall}
+	x.readEnded(now)
 	snap := x.snap.Snapshot(ctx, now)
 	st.SlurmDown = !snap.Complete
 	jobs := map[string]*cluster.Job{}
@@ -228,7 +276,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				r.State, r.Exit = spool.StateFailed, b.exit
 				r.Reason = fmt.Sprintf("%d of %d tasks failed", failed, total)
 			}
-			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: fmt.Sprintf("%d done, %d failed", done, failed)}); err != nil {
+			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: fmt.Sprintf("%d done, %d failed", done, failed)}, "end/put"); err != nil {
 				x.log.Error("recording the end", "job", n, "err", err)
 				continue
 			}
@@ -263,8 +311,14 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	// FIFO among elastic jobs.
 	sort.SliceStable(pst.Jobs, func(i, j int) bool { return pst.Jobs[i].Submit.Before(pst.Jobs[j].Submit) })
 
-	acts := policy.Decide(snap, pst, x.opt.Policy, now)
-	x.misses = pst.NextMisses(acts)
+	var acts []policy.Action
+	if snap.Complete {
+		// Slurm not answering: whatever the policy would do now would
+		// wait for the Slurm timeout in each call and stall the round
+		// (results are still committed above); decide again when it answers.
+		acts = policy.Decide(snap, pst, x.opt.Policy, now)
+		x.misses = pst.NextMisses(acts)
+	}
 	st.Actions = acts
 	for _, a := range acts {
 		r := x.in.known[a.Job]
@@ -331,6 +385,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				x.log.Error("retiring a pilot", "pilot", a.Pilot, "err", err)
 				continue
 			}
+			x.opt.Fail.Hit("retire/control-written")
 			changed[a.Job] = true
 			st.Retired++
 		case policy.MovePilot:
@@ -481,12 +536,41 @@ func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, r *spool.Record, 
 		if p.ID != "" && p.ID == l.Lease.Pilot && !p.Ended.IsZero() {
 			return true
 		}
+		// The SPANK epilog marker: Slurm ran the pilot's epilog, so its
+		// agent is gone (killed, or the node took the job down). Only for
+		// a pilot this record lists: the lease's pilot is the owner's claim.
+		if p.ID != "" && p.ID == l.Lease.Pilot {
+			if _, ok := x.ended[p.ID]; ok {
+				x.log.Info("pilot ended (SPANK epilog marker): its task is taken back at once", "job", r.DirName(), "pilot", p.ID, "task", l.Task)
+				return true
+			}
+		}
 	}
 	if !snap.Complete || age < 15*time.Second {
 		return false
 	}
 	j := jobs[l.Lease.Pilot]
 	return j == nil || !j.Holds()
+}
+
+// endedKeep is how long an epilog marker is kept: its pilot's leases are
+// taken back within a round or two; older markers only take space.
+const endedKeep = 10 * time.Minute
+
+// readEnded reads the SPANK epilog markers (spank/glean.c) written as the
+// daemon's own user, and removes those older than endedKeep.
+func (x *Executor) readEnded(now time.Time) {
+	ended, err := x.opt.Spool.EndedPilots(os.Getuid())
+	if err != nil {
+		x.log.Warn("reading the epilog markers", "err", err)
+	}
+	for id, at := range ended {
+		if now.Sub(at) > endedKeep {
+			_ = x.opt.Spool.RemoveEnded(id)
+			delete(ended, id)
+		}
+	}
+	x.ended = ended
 }
 
 // judge decides an attempt's end reason from the daemon's and Slurm's
@@ -500,7 +584,8 @@ func (x *Executor) leaseLost(now time.Time, l spool.LeaseInfo, r *spool.Record, 
 // counts towards the attempt and waste caps.
 func (x *Executor) judge(r *spool.Record, b *book, res spool.Result, snap *cluster.Snapshot, jobs map[string]*cluster.Job) spool.TaskEvent {
 	ev := spool.TaskEvent{Index: res.Task, Attempt: res.Attempt, Exit: res.Exit, Pilot: res.Pilot, Node: res.Node,
-		Start: res.Start, End: res.End, Checkpointed: res.Outcome == spool.OutcomeCheckpointed}
+		Start: res.Start, End: res.End, Checkpointed: res.Outcome == spool.OutcomeCheckpointed,
+		Detail: clipDetail(res.Detail)} // the agent's note (the owner's words: shown, never judged)
 	if b.final[res.Task] != "" {
 		ev.Reason = spool.ReasonDuplicate // ran twice; on the record once
 		return ev
@@ -526,6 +611,15 @@ func (x *Executor) judge(r *spool.Record, b *book, res spool.Result, snap *clust
 	}
 	x.cap(b, &ev)
 	return ev
+}
+
+// clipDetail bounds an agent's note kept in the journal.
+func clipDetail(s string) string {
+	const limit = 300
+	if len(s) > limit {
+		return strings.ToValidUTF8(s[:limit], "") + "..."
+	}
+	return s
 }
 
 // cap ends a task for good when this attempt reaches the attempt cap or
@@ -600,7 +694,9 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 	}
 	var end time.Time
 	switch {
-	case j != nil && j.Holds() && !j.End.IsZero():
+	case j != nil && j.State == cluster.JobRunning && !j.End.IsZero():
+		// (A completing pilot's End is when it was cancelled or killed,
+		// not its time limit.)
 		end = j.End
 	case p != nil && !p.End.IsZero():
 		end = p.End
@@ -662,7 +758,7 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 				p.Started, changed = now, true
 				pst.Started = true
 			}
-			if !j.End.IsZero() && !j.End.Equal(p.End) {
+			if j.State == cluster.JobRunning && !j.End.IsZero() && !j.End.Equal(p.End) {
 				p.End, changed = j.End, true // for judging time-limit ends
 			}
 		}
@@ -720,14 +816,22 @@ func livePilots(r *spool.Record) bool {
 // anchor was released this round.
 func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, snap *cluster.Snapshot, jobs map[string]*cluster.Job) bool {
 	n := r.DirName()
+	if !snap.Complete {
+		return false // Slurm not answering: the next round does it
+	}
 	if err := x.putControl(r, true); err != nil {
 		x.log.Error("telling the agents to stop", "job", n, "err", err)
 	}
+	x.opt.Fail.Hit("end/stop-written")
 	if r.Shadow != "" && r.State != spool.StateCancelled {
+		var err error
 		if sj := jobs[r.Shadow]; sj != nil || !snap.Complete {
-			if err := x.act.CancelPending(ctx, r.Shadow); err != nil {
+			if err = x.act.CancelPending(ctx, r.Shadow); err != nil {
 				x.log.Warn("cancelling pending shadow elements", "job", r.Shadow, "err", err)
 			}
+		}
+		if err == nil {
+			x.opt.Fail.Hit("end/pending-cancelled") // none pending any more; the pilots not yet
 		}
 	}
 	changed := false
@@ -747,10 +851,19 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 			p.Cancelled, p.Cause, changed = true, causeJobEnded, true
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
+			} else {
+				x.opt.Fail.Hit("end/pilot-cancelled")
 			}
 		}
 	}
 	released := false
+	if aj := jobs[r.Anchor]; (r.State == spool.StateDone || r.State == spool.StateFailed) && !r.AnchorReleased && (aj == nil || !aj.Pending()) {
+		// Not pending any more (it ran, or is gone): released by a daemon
+		// that died before recording it (end/released); releasing again
+		// would fail every round ("Job has already finished").
+		r.AnchorReleased, changed = true, true
+		x.log.Info("the anchor is no longer held: recorded as released", "job", n, "anchor", r.Anchor)
+	}
 	if (r.State == spool.StateDone || r.State == spool.StateFailed) && !r.AnchorReleased {
 		if err := x.act.Release(ctx, r.Anchor); err != nil {
 			x.log.Warn("releasing the anchor", "job", n, "anchor", r.Anchor, "err", err)

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -35,6 +37,7 @@ func TestJudge(t *testing.T) {
 			{ID: "14", Node: "n4", Started: t0},
 			{ID: "15", Node: "n5", Started: t0, TimeLimit: 2 * time.Hour},
 			{ID: "16", Node: "n6", Cancelled: true, Cause: causeJobEnded},
+			{ID: "17", Node: "n8", Started: t0, TimeLimit: time.Hour, End: t0.Add(time.Hour)},
 		}}
 	}
 	snap := &cluster.Snapshot{Complete: true,
@@ -46,6 +49,8 @@ func TestJudge(t *testing.T) {
 			{ID: "14", State: cluster.JobOther, RawState: "PREEMPTED", Nodes: []string{"n4"}},
 			{ID: "900", State: cluster.JobRunning, Nodes: []string{"n3"}},
 			{ID: "500", State: cluster.JobRunning, Nodes: []string{"n7"}, Start: t0, End: t0.Add(time.Hour)}, // a shadow element
+			// 17 was scancelled by someone: completing, its End is when.
+			{ID: "17", State: cluster.JobCompleting, Nodes: []string{"n8"}, Start: t0, End: t0.Add(30 * time.Minute)},
 		}}
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
@@ -106,6 +111,7 @@ func TestJudge(t *testing.T) {
 		{name: "preempted: pilot gone, its node runs another job", res: res("13", spool.OutcomeSignaled, 143, mid), reason: spool.ReasonPreempted},
 
 		{name: "pilot lost: the agent stopped it, nothing explains why", res: res("15", spool.OutcomeHandedBack, 143, mid), reason: spool.ReasonLost},
+		{name: "pilot lost: scancelled, its completing End is no time limit", res: res("17", spool.OutcomeCheckpointed, 99, mid), reason: spool.ReasonLost, ckpt: true},
 		{name: "a signal nobody explains is the task's failure (OOM)", res: res("15", spool.OutcomeSignaled, 137, mid), reason: spool.ReasonFailed},
 		{name: "a claim of a checkpoint from a pilot glean does not know is no give-way", res: res("99", spool.OutcomeCheckpointed, 99, mid),
 			reason: spool.ReasonLost, ckpt: true},
@@ -247,6 +253,43 @@ func TestBackoff(t *testing.T) {
 		d, changed := b.next(s.failed, time.Second, t0)
 		if d != s.delay || changed != s.changed || (s.failed && !b.until.Equal(t0.Add(d))) {
 			t.Errorf("step %d: delay %v changed %v, want %v %v", i, d, changed, s.delay, s.changed)
+		}
+	}
+}
+
+// slowActor fails every call after a delay, as helper calls do while
+// slurmctld is down.
+type slowActor struct {
+	delay time.Duration
+	calls int
+}
+
+func (a *slowActor) fail() error {
+	a.calls++
+	time.Sleep(a.delay) // the call's own duration (a Slurm timeout), not a wait for a condition
+	return errors.New("slurm timeout")
+}
+func (a *slowActor) SubmitPilot(context.Context, string, int, string, string) (string, error) {
+	return "", a.fail()
+}
+func (a *slowActor) CancelPilot(context.Context, string, string) error { return a.fail() }
+func (a *slowActor) CancelPending(context.Context, string) error       { return a.fail() }
+func (a *slowActor) Release(context.Context, string) error             { return a.fail() }
+
+// Once a Slurm call failed slowly, the rest of the round's calls are
+// skipped at once; a fast failure (a refusal) stops nothing.
+func TestStallGuard(t *testing.T) {
+	for _, tc := range []struct {
+		delay time.Duration
+		calls int // of 3 attempted
+	}{{0, 3}, {20 * time.Millisecond, 1}} {
+		a := &slowActor{delay: tc.delay}
+		g := &stallGuard{Actor: a, slow: 10 * time.Millisecond}
+		for i := 0; i < 3; i++ {
+			_ = g.CancelPilot(context.Background(), "r", "1")
+		}
+		if a.calls != tc.calls {
+			t.Errorf("failing after %v: %d calls reached Slurm, want %d", tc.delay, a.calls, tc.calls)
 		}
 	}
 }

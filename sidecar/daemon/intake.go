@@ -144,6 +144,16 @@ func NewIntake(opt Options, records *spool.Records, q Queue, p Privileged, s Nod
 		log.Warn("unreadable record", "err", err)
 	}
 	for _, r := range recs {
+		// The public status.json, and job.json private (0600), for
+		// records written by an older glean or before a crash.
+		if err := records.SyncStatus(r); err != nil {
+			log.Warn("writing a record's status", "record", r.DirName(), "err", err)
+		}
+		if added, err := records.JournalPending(r); err != nil {
+			log.Warn("journaling an event a crash left unjournaled; trying again at the next start", "record", r.DirName(), "err", err)
+		} else if added {
+			log.Info("journaled an event a crash left unjournaled", "record", r.DirName(), "event", r.State)
+		}
 		if r.State == spool.StateAccepting {
 			continue // interrupted before its jobs were held: taken in again
 		}
@@ -182,7 +192,7 @@ func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
 	}
 	active := 0
 	for _, r := range in.known {
-		if r.Active() {
+		if r.Active() || len(r.Cancel) > 0 {
 			active++
 		}
 	}
@@ -202,6 +212,12 @@ func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
 			st.Accepted++
 		case spool.StateCancelled:
 			st.Cancelled++
+		}
+	}
+	// Jobs a rejection or an early end left to cancel (a restart).
+	for _, n := range sortedNames(in.known) {
+		if r := in.known[n]; len(r.Cancel) > 0 {
+			in.cancelLeft(ctx, r, jobs, "reject/cancelled")
 		}
 	}
 	c, r := in.follow(ctx, now, jobs)
@@ -237,17 +253,14 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	reject := func(reason string, cancel ...string) string {
 		rec.State, rec.Reason, rec.Ended = spool.StateRejected, reason, now
 		if len(cancel) > 0 {
-			rec.Entry = e
+			rec.Entry, rec.Cancel = e, cancel
 		}
-		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}); err != nil {
+		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}, "reject/recorded"); err != nil {
 			log.Error("recording a rejection", "err", err)
 			return ""
 		}
-		for _, id := range cancel {
-			if err := in.priv.Cancel(ctx, id); err != nil {
-				log.Warn("cancelling a rejected job's Slurm job", "job", id, "err", err)
-			}
-		}
+		in.opt.Fail.Hit("reject/journaled")
+		in.cancelLeft(ctx, rec, jobs, "reject/cancelled")
 		log.Info("entry rejected", "reason", reason)
 		return spool.StateRejected
 	}
@@ -265,6 +278,7 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		return reject(fmt.Sprintf("the entry cannot be taken in: %v", err))
 	}
 	e = read.Entry
+	rec.EntryDigest = read.Digest
 	rec.Anchor, rec.Shadow, rec.Name, rec.Mode, rec.Submitted = e.Anchor, e.Shadow, e.Name, e.Mode, e.Submitted
 	rec.Tasks = spool.Counts{Total: e.Tasks}
 	if rec.User == strconv.Itoa(f.UID) {
@@ -300,14 +314,13 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	if Ended(aj.State) {
 		rec.State, rec.Ended = spool.StateCancelled, now
 		rec.Reason = fmt.Sprintf("the anchor job %s ended (%s) before glean took the job in", e.Anchor, aj.State)
-		rec.Entry = e
-		if err := in.store(rec, spool.Event{Time: now, Event: "cancelled", Detail: rec.Reason}); err != nil {
+		rec.Entry, rec.Cancel = e, verified[1:]
+		if err := in.store(rec, spool.Event{Time: now, Event: "cancelled", Detail: rec.Reason}, "reject/recorded"); err != nil {
 			log.Error("recording", "err", err)
 			return ""
 		}
-		for _, id := range verified[1:] {
-			_ = in.priv.Cancel(ctx, id)
-		}
+		in.opt.Fail.Hit("reject/journaled")
+		in.cancelLeft(ctx, rec, jobs, "reject/cancelled")
 		return spool.StateCancelled
 	}
 
@@ -357,10 +370,13 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		return ""
 	}
 	in.opt.Fail.Hit("intake/accepting-recorded")
-	for _, id := range verified {
+	for i, id := range verified {
 		if err := in.priv.Hold(ctx, id); err != nil {
 			log.Warn("admin hold; trying again next round", "job", id, "err", err)
 			return ""
+		}
+		if i == 0 && len(verified) > 1 {
+			in.opt.Fail.Hit("intake/anchor-held")
 		}
 	}
 	in.opt.Fail.Hit("intake/held")
@@ -373,13 +389,15 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		log.Error("copying the script", "err", err)
 		return ""
 	}
+	in.opt.Fail.Hit("intake/script-copied")
 	if read.Items != nil {
-		if err := in.records.PutFile(rec, spool.ItemsFile, read.Items, 0o644); err != nil {
+		if err := in.records.PutFile(rec, spool.ItemsFile, read.Items, 0o600); err != nil {
 			log.Error("copying the items", "err", err)
 			return ""
 		}
+		in.opt.Fail.Hit("intake/items-copied")
 	}
-	if err := in.store(rec, spool.Event{Time: now, Event: "accepted", Detail: fmt.Sprintf("%d tasks, mode %s", e.Tasks, e.Mode)}); err != nil {
+	if err := in.store(rec, spool.Event{Time: now, Event: "accepted", Detail: fmt.Sprintf("%d tasks, mode %s", e.Tasks, e.Mode)}, "intake/queued-recorded"); err != nil {
 		log.Error("recording", "err", err)
 		return ""
 	}
@@ -415,16 +433,49 @@ func waiting(e *spool.Entry, anchor QJob, jobs map[string]QJob, now time.Time) [
 	return w
 }
 
-// store writes a record and its journal event, and remembers it.
-func (in *Intake) store(rec *spool.Record, ev spool.Event) error {
+// store writes a record and its journal event, and remembers it. The
+// event goes into the record first (Pending), so that a daemon that dies
+// between the two writes journals it at its start (NewIntake); point is
+// the failpoint between them.
+func (in *Intake) store(rec *spool.Record, ev spool.Event, point string) error {
+	rec.Pending = &ev
 	if err := in.records.Put(rec); err != nil {
+		rec.Pending = nil
 		return err
 	}
+	in.opt.Fail.Hit(point)
 	if err := in.records.Journal(rec, ev); err != nil {
-		return err
+		return err // Pending stays: journaled at the next start
 	}
+	rec.Pending = nil // cleared on disk by the record's next Put
 	in.known[rec.DirName()] = rec
 	return nil
+}
+
+// cancelLeft cancels the Slurm jobs a rejection or an early end left to
+// cancel (rec.Cancel), each once it is cancelled or gone from Slurm, and
+// records what is left; point follows the first cancel. It runs right
+// after the record was stored, and for every record with some left each
+// round (a daemon that died in between).
+func (in *Intake) cancelLeft(ctx context.Context, rec *spool.Record, jobs map[string]QJob, point string) {
+	if len(rec.Cancel) == 0 {
+		return
+	}
+	var left []string
+	for _, id := range rec.Cancel {
+		if j, ok := jobs[id]; ok && !Ended(j.State) {
+			if err := in.priv.Cancel(ctx, id); err != nil {
+				in.log.Warn("cancelling a Slurm job of a refused entry; trying again next round", "record", rec.DirName(), "job", id, "err", err)
+				left = append(left, id)
+				continue
+			}
+			in.opt.Fail.Hit(point)
+		}
+	}
+	rec.Cancel = left
+	if err := in.records.Put(rec); err != nil {
+		in.log.Error("recording", "record", rec.DirName(), "err", err)
+	}
 }
 
 // follow updates active jobs from Slurm: an anchor that was cancelled (the
@@ -452,12 +503,13 @@ func (in *Intake) follow(ctx context.Context, now time.Time, jobs map[string]QJo
 						in.log.Warn("cancelling the shadow array", "job", r.Shadow, "err", err)
 						continue // try again next round
 					}
+					in.opt.Fail.Hit("follow/shadow-cancelled")
 				}
 			}
 			r.State, r.Ended = spool.StateCancelled, now
 			r.Reason = fmt.Sprintf("the anchor job %s was cancelled (%s): scancel or glean cancel", r.Anchor, state)
 			r.Tasks.Pending, r.Waiting = 0, nil
-			if err := in.store(r, spool.Event{Time: now, Event: "cancelled", Detail: r.Reason}); err != nil {
+			if err := in.store(r, spool.Event{Time: now, Event: "cancelled", Detail: r.Reason}, "follow/recorded"); err != nil {
 				in.log.Error("recording a cancellation", "err", err)
 				continue
 			}
@@ -469,7 +521,7 @@ func (in *Intake) follow(ctx context.Context, now time.Time, jobs map[string]QJo
 			w := waiting(r.Entry, aj, jobs, now)
 			if len(w) == 0 {
 				r.State, r.Waiting = spool.StateQueued, nil
-				if err := in.store(r, spool.Event{Time: now, Event: "queued", Detail: "begin time and dependency met"}); err != nil {
+				if err := in.store(r, spool.Event{Time: now, Event: "queued", Detail: "begin time and dependency met"}, "follow/queued-recorded"); err != nil {
 					in.log.Error("recording", "err", err)
 					continue
 				}
@@ -481,6 +533,16 @@ func (in *Intake) follow(ctx context.Context, now time.Time, jobs map[string]QJo
 		}
 	}
 	return cancelled, released
+}
+
+// sortedNames lists records' names in order.
+func sortedNames(recs map[string]*spool.Record) []string {
+	names := make([]string, 0, len(recs))
+	for n := range recs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Get returns a record by name (for tests and the CLI).

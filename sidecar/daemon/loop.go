@@ -27,6 +27,9 @@ type Loop struct {
 	Now      func() time.Time
 	OnRound  func(Stats, error) // for tests and metrics; may be nil
 	OnExec   func(ExecStats, error)
+	// Started is when the process started: the first round logs how long
+	// after it ended (a restart's time to recover).
+	Started time.Time
 
 	trigger chan struct{}
 }
@@ -100,6 +103,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		if l.OnRound != nil {
 			l.OnRound(st, err)
+		}
+		if !l.Started.IsZero() {
+			l.Log.Info("first round done", "since_start", l.Now().Sub(l.Started))
+			l.Started = time.Time{}
 		}
 	}
 }

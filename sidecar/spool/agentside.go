@@ -22,7 +22,7 @@ func (w *Work) TaskEventsFrom(off int64) ([]TaskEvent, int64, error) {
 		return nil, off, err
 	}
 	var out []TaskEvent
-	n, err := scanEvents(f, func(ev Event) {
+	n, err := scanEvents(f, badLineLogger(w.Log, w.journal), func(ev Event) {
 		if ev.Task != nil {
 			out = append(out, *ev.Task)
 		}

@@ -1,6 +1,8 @@
 package spool
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -99,6 +101,7 @@ func openUserIncoming(users *os.File, uid int) (*os.File, error) {
 // Read is an incoming entry as read by the daemon.
 type Read struct {
 	Entry  *Entry
+	Digest string // SHA-256 (hex) of entry.json as read
 	Script []byte
 	Items  []byte // nil without --glean=dir=
 	UID    int    // from the files' owner
@@ -114,12 +117,14 @@ func (s *Spool) ReadIncoming(in Incoming, lim Limits) (*Read, error) {
 	if !ValidID(in.Name) {
 		return nil, fmt.Errorf("entry name %q is not an entry id", clip(in.Name))
 	}
-	root, err := openDir(-1, s.Dir, false)
+	// Searched, not read: the owner (an agent, `glean status`) may not
+	// list users/.
+	root, err := openSearchDir(-1, s.Dir, false)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	users, err := openDir(int(root.Fd()), UsersDir, true)
+	users, err := openSearchDir(int(root.Fd()), UsersDir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +156,8 @@ func (s *Spool) ReadIncoming(in Incoming, lim Limits) (*Read, error) {
 		return nil, fmt.Errorf("%s: id %q does not match its directory %q", EntryFile, e.ID, in.Name)
 	}
 	r.Entry = e
+	sum := sha256.Sum256(data)
+	r.Digest = hex.EncodeToString(sum[:])
 	if r.Script, err = readOwned(dir, ScriptFile, in.UID, s.MaxScriptBytes); err != nil {
 		return nil, fmt.Errorf("%s: %w", ScriptFile, err)
 	}
@@ -169,7 +176,17 @@ func (s *Spool) ReadIncoming(in Incoming, lim Limits) (*Read, error) {
 // a symlink is an error; dirfd -1 means an absolute or cwd-relative path
 // (the spool root itself, which the admin configured and may be a link).
 func openDir(dirfd int, name string, nofollow bool) (*os.File, error) {
-	flags := syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC
+	return openDirFlags(dirfd, name, nofollow, syscall.O_RDONLY)
+}
+
+// openSearchDir is openDir for a directory that is only passed through
+// (O_PATH): users/ is 3733, so its users may search it but not read it.
+func openSearchDir(dirfd int, name string, nofollow bool) (*os.File, error) {
+	return openDirFlags(dirfd, name, nofollow, unix.O_PATH)
+}
+
+func openDirFlags(dirfd int, name string, nofollow bool, mode int) (*os.File, error) {
+	flags := mode | syscall.O_DIRECTORY | syscall.O_CLOEXEC
 	if nofollow {
 		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
 			return nil, fmt.Errorf("spool: bad name %q", clip(name))

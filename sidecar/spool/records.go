@@ -7,25 +7,38 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 )
 
 // The daemon's own records: jobs/<uid>.<id>/ with job.json (the job as the
-// daemon knows it; readable by everyone, like squeue), script (0600) and
+// daemon knows it, the user's whole entry included: --export values, script
+// arguments, working directory; 0600, the daemon's and root's helper's
+// only), status.json (the same without the entry: what `glean status`
+// shows, readable by everyone like squeue), script and items (0600) and
 // journal (append-only JSON lines). Only the daemon writes here, through an
-// os.Root on jobs/.
+// os.Root on jobs/. An agent or the owner's `glean show` reads the entry
+// from the owner's own incoming/<id>/entry.json, checked against the
+// record's EntryDigest.
 
 // RecordVersion is the version of Record this code writes and reads.
 const RecordVersion = 1
 
 // Record file names.
 const (
-	RecordFile  = "job.json"
+	RecordFile  = "job.json"    // the whole record: 0600
+	StatusFile  = "status.json" // the public record (Record.Public): 0644
 	JournalFile = "journal"
 )
 
@@ -66,7 +79,10 @@ type Record struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Tasks     Counts    `json:"tasks"`
 	Pilots    int       `json:"pilots"`
-	Entry     *Entry    `json:"entry,omitempty"` // the validated entry as taken in
+	Entry     *Entry    `json:"entry,omitempty"` // the validated entry as taken in (job.json only)
+	// EntryDigest is the SHA-256 (hex) of entry.json as the daemon read
+	// it: an agent checks the owner's own copy against it.
+	EntryDigest string `json:"entry_digest,omitempty"`
 	// PilotJobs are the pilots glean submitted for the job and has not
 	// yet seen end: the only way a pilot is recognised (never by name).
 	PilotJobs []PilotJob `json:"pilot_jobs,omitempty"`
@@ -76,6 +92,15 @@ type Record struct {
 	AnchorReleased bool `json:"anchor_released,omitempty"`
 	// Exit is the job's exit code once it ended (the anchor exits with it).
 	Exit int `json:"exit,omitempty"`
+	// Cancel are Slurm jobs of the entry (verified as the user's) that a
+	// rejection or an early end still has to cancel; each is removed once
+	// cancelled or gone, so a daemon that died in between cancels them
+	// after its restart.
+	Cancel []string `json:"cancel,omitempty"`
+	// Pending is a job event written with the record before it is
+	// appended to the journal; a daemon that died in between appends it
+	// at its start if the journal's tail does not hold it (JournalPending).
+	Pending *Event `json:"pending_event,omitempty"`
 }
 
 // PilotJob is one pilot as the daemon recorded it.
@@ -119,6 +144,19 @@ func (r *Record) Active() bool {
 	return false
 }
 
+// Public is the record without what only its owner and glean may read:
+// the entry (environment values, arguments, paths) and the pilots'
+// tokens.
+func (r *Record) Public() *Record {
+	p := *r
+	p.Entry = nil
+	p.PilotJobs = slices.Clone(r.PilotJobs)
+	for i := range p.PilotJobs {
+		p.PilotJobs[i].Token = ""
+	}
+	return &p
+}
+
 // Name is the record's directory name under jobs/.
 func (r *Record) DirName() string { return RecordName(r.UID, r.ID) }
 
@@ -126,6 +164,12 @@ func (r *Record) DirName() string { return RecordName(r.UID, r.ID) }
 type Records struct {
 	root *os.Root
 	dir  string
+
+	// Log reports what the records' readers skip (journal lines that do
+	// not parse); nil: not reported.
+	Log *slog.Logger
+	// Fail is the crash tests' failpoint set (nil: none).
+	Fail *failpoint.Set
 }
 
 // Init creates the spool's top directories if missing: users/ (setgid gid,
@@ -152,11 +196,91 @@ func (s *Spool) Init(gid int) (*Records, error) {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 	}
-	jobs := filepath.Join(s.Dir, JobsDir)
-	if err := mkdirExact(jobs, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("spool: %w", err)
+	for _, d := range []string{JobsDir, EndedDir} {
+		if err := mkdirExact(filepath.Join(s.Dir, d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
 	}
 	return s.OpenRecords()
+}
+
+// EndedDir holds the SPANK plugin's epilog markers (spank/glean.c): one
+// empty-ish file per pilot job that ended on its node, named by its job
+// id, written as the daemon's user.
+const EndedDir = "ended"
+
+// EndedPilots lists the epilog markers: job ids of pilots that ended, with
+// the marker's time. Only regular files owned by owner (the daemon's own
+// user: the plugin writes as it) whose name is a job id count; anything
+// else is ignored (and left for the admin).
+func (s *Spool) EndedPilots(owner int) (map[string]time.Time, error) {
+	d, err := openDir(-1, filepath.Join(s.Dir, EndedDir), false)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	for _, n := range names {
+		if !validJobID(n) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != owner {
+			continue
+		}
+		out[n] = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+	}
+	return out, nil
+}
+
+// RemoveEnded removes the marker of job id.
+func (s *Spool) RemoveEnded(id string) error {
+	if !validJobID(id) {
+		return fmt.Errorf("spool: bad job id %q", clip(id))
+	}
+	err := os.Remove(filepath.Join(s.Dir, EndedDir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// LockFile is jobs/'s lock: one gleand per spool.
+const LockFile = ".gleand.lock"
+
+// ErrLocked: another gleand holds the spool.
+var ErrLocked = errors.New("another gleand runs on this spool")
+
+// LockDaemon takes the spool's exclusive lock (flock on jobs/.gleand.lock,
+// which holds the holder's pid) for as long as the returned file stays
+// open: two gleand on one spool would commit the same results twice and
+// submit pilots twice. On Linux's NFS client flock is an NFS (fcntl) lock,
+// so it holds across hosts too.
+func (s *Spool) LockDaemon() (*os.File, error) {
+	p := filepath.Join(s.Dir, JobsDir, LockFile)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("spool: lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (%s, pid %s): stop it first", ErrLocked, p, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("spool: lock %s: %w", p, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
 }
 
 // OpenRecords opens jobs/ for reading and writing records.
@@ -184,7 +308,35 @@ func (rs *Records) Put(r *Record) error {
 	if err := rs.root.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("spool: %w", err)
 	}
-	return rs.writeAtomic(name, RecordFile, append(data, '\n'), 0o644)
+	if err := rs.writeAtomic(name, RecordFile, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return rs.putStatus(r)
+}
+
+// putStatus writes the public status.json of r (after job.json: a crash
+// in between leaves an older status, which the daemon's start repairs,
+// SyncStatus).
+func (rs *Records) putStatus(r *Record) error {
+	data, err := json.MarshalIndent(r.Public(), "", "  ")
+	if err != nil {
+		return err
+	}
+	return rs.writeAtomic(r.DirName(), StatusFile, append(data, '\n'), 0o644)
+}
+
+// SyncStatus rewrites r's status.json, and makes its job.json private,
+// when the status is missing or says another state (a record written by
+// an older glean, whose job.json was 0644, or a crash between the two
+// writes). The daemon calls it for every record at start.
+func (rs *Records) SyncStatus(r *Record) error {
+	st, err := rs.Status(r.DirName())
+	if err == nil && st.State == r.State && st.Tasks == r.Tasks && st.EntryDigest == r.EntryDigest {
+		if fi, err := rs.root.Lstat(filepath.Join(r.DirName(), RecordFile)); err == nil && fi.Mode().Perm() == 0o600 {
+			return nil
+		}
+	}
+	return rs.Put(r)
 }
 
 // PutFile writes another file of a record atomically (e.g. the script copy).
@@ -216,10 +368,12 @@ func (rs *Records) writeAtomic(dir, file string, data []byte, mode os.FileMode) 
 		_ = rs.root.Remove(tmp)
 		return fmt.Errorf("spool: write %s/%s: %w", dir, file, werr)
 	}
+	rs.Fail.Hit("atomic/written") // the new content is durable under its temporary name
 	// os.Root.Rename needs Go 1.25; jobs/ is the daemon's own directory.
 	if err := os.Rename(filepath.Join(rs.dir, tmp), filepath.Join(rs.dir, dir, file)); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
+	rs.Fail.Hit("atomic/renamed") // in place, the rename not yet durable
 	d, err := rs.root.Open(dir)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
@@ -237,54 +391,181 @@ type Event struct {
 }
 
 // Journal appends one event to the record's journal and fsyncs it. The
-// journal is append-only: results are committed here once (later issues).
+// journal is append-only: results are committed here once. A line is in
+// the journal whole or not at all: a write that fails part-way (ENOSPC
+// after a short write) is cut off again (ftruncate to the size before,
+// fsynced), and a fragment left by a crash in the middle of a write (a
+// journal that does not end in '\n') is cut off before the next line is
+// appended, so that a committed line is never glued onto a torn one and
+// lost when read.
 func (rs *Records) Journal(r *Record, ev Event) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
-	f, err := rs.root.OpenFile(filepath.Join(r.DirName(), JournalFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := rs.root.OpenFile(filepath.Join(r.DirName(), JournalFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	_, werr := f.Write(append(line, '\n'))
+	werr := appendLine(f, append(line, '\n'), rs.Fail)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("spool: journal %s: %w", r.DirName(), werr)
+	}
+	return nil
+}
+
+// appendLine appends one whole line to f (opened O_APPEND, read-write)
+// and fsyncs it; see Journal.
+func appendLine(f *os.File, line []byte, fail *failpoint.Set) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size, err := repairTail(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("repairing a torn last line: %w", err)
+	}
+	if fail.Armed("journal/half-line") {
+		// A crash in the middle of the write: half of the line is on disk.
+		if _, err := f.Write(line[:len(line)/2]); err == nil {
+			_ = f.Sync()
+		}
+	}
+	fail.Hit("journal/half-line") // counts every append ("journal/half-line@n")
+	_, werr := f.Write(line)
 	if werr == nil {
 		werr = f.Sync()
 	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+	if werr != nil {
+		// Take the part that was written back, so that no fragment stays.
+		if err := f.Truncate(size); err != nil {
+			return fmt.Errorf("%w (and cutting the partial line off failed: %v)", werr, err)
+		}
+		_ = f.Sync()
 	}
 	return werr
 }
 
-// ReadJournal returns a record's events.
+// repairTail cuts off a last line without its '\n' (a write torn by a
+// crash) and returns the journal's size after it.
+func repairTail(f *os.File, size int64) (int64, error) {
+	if size == 0 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return size, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	// Find the last complete line, reading back in blocks.
+	end := size
+	buf := make([]byte, 4096)
+	for end > 0 {
+		n := int64(len(buf))
+		if n > end {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return size, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if err := f.Truncate(end); err != nil {
+		return size, err
+	}
+	return end, f.Sync()
+}
+
+// pendingTail is how much of a journal's end JournalPending reads.
+const pendingTail = 64 << 10
+
+// JournalPending appends r's pending event unless the journal's last
+// lines already hold it, then clears it; it reports whether it appended.
+// A pending event is journaled right after its record is written (store),
+// so only a crash between the two leaves it missing: then it is the
+// record's last word and the journal's end is where it would be.
+func (rs *Records) JournalPending(r *Record) (bool, error) {
+	if r.Pending == nil {
+		return false, nil
+	}
+	want, err := json.Marshal(r.Pending)
+	if err != nil {
+		return false, err
+	}
+	found := false
+	if f, err := rs.root.Open(filepath.Join(r.DirName(), JournalFile)); err == nil {
+		st, err := f.Stat()
+		if err == nil {
+			off := max(0, st.Size()-pendingTail)
+			buf := make([]byte, st.Size()-off)
+			if n, _ := f.ReadAt(buf, off); n > 0 {
+				for _, l := range bytes.Split(buf[:n], []byte("\n")) {
+					if bytes.Equal(bytes.TrimSpace(l), want) {
+						found = true
+					}
+				}
+			}
+		}
+		f.Close()
+	}
+	if !found {
+		if err := rs.Journal(r, *r.Pending); err != nil {
+			return false, err
+		}
+	}
+	r.Pending = nil
+	return !found, rs.Put(r)
+}
+
+// ReadJournal returns a record's events; lines that do not parse are
+// skipped and logged (rs.Log).
 func (rs *Records) ReadJournal(name string) ([]Event, error) {
 	f, err := rs.root.Open(filepath.Join(name, JournalFile))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordBytes))
-	if err != nil {
-		return nil, err
-	}
 	var evs []Event
-	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
-		var ev Event
-		if err := json.Unmarshal(l, &ev); err != nil {
-			return evs, fmt.Errorf("journal %s: %w", name, err)
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
+	_, err = scanEvents(io.LimitReader(f, maxRecordBytes), rs.badLine(name), func(ev Event) { evs = append(evs, ev) })
+	return evs, err
 }
 
-// Get reads one record by directory name.
+// badLine reports a journal line of record name that does not parse.
+func (rs *Records) badLine(name string) func(off int64, err error) {
+	return badLineLogger(rs.Log, name)
+}
+
+// badLineLogger logs a journal line that does not parse (log nil: not at
+// all).
+func badLineLogger(log *slog.Logger, name string) func(off int64, err error) {
+	return func(off int64, err error) {
+		if log != nil {
+			log.Error("journal: a line that does not parse is skipped", "journal", name, "offset", off, "err", err)
+		}
+	}
+}
+
+// Status reads one record's public status.json (anyone may).
+func (rs *Records) Status(name string) (*Record, error) {
+	return rs.read(name, StatusFile)
+}
+
+// Get reads one record by directory name (job.json: the daemon and root).
 func (rs *Records) Get(name string) (*Record, error) {
-	f, err := rs.root.Open(filepath.Join(name, RecordFile))
+	return rs.read(name, RecordFile)
+}
+
+func (rs *Records) read(name, file string) (*Record, error) {
+	f, err := rs.root.Open(filepath.Join(name, file))
 	if err != nil {
 		return nil, err
 	}
@@ -313,12 +594,21 @@ func decodeRecord(name string, data []byte) (*Record, error) {
 // List reads every record, in directory-name order. Records that cannot
 // be read are reported in problems.
 func (rs *Records) List() (recs []*Record, problems []error) {
+	return rs.list(rs.Get)
+}
+
+// ListStatus is List of the public status files.
+func (rs *Records) ListStatus() (recs []*Record, problems []error) {
+	return rs.list(rs.Status)
+}
+
+func (rs *Records) list(get func(string) (*Record, error)) (recs []*Record, problems []error) {
 	names, err := rs.names()
 	if err != nil {
 		return nil, []error{err}
 	}
 	for _, n := range names {
-		r, err := rs.Get(n)
+		r, err := get(n)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				problems = append(problems, err)

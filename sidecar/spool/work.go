@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/glean-hpc/glean/sidecar/failpoint"
 )
 
 // Task execution (docs/spool.md, "Tasks"). The agents, running as the
@@ -218,6 +221,10 @@ type Work struct {
 	// taker can start the task first: on a busy disk an fsync waits for
 	// the filesystem's journal, tens to hundreds of milliseconds.
 	SyncLater bool
+	// Log reports journal lines that do not parse (nil: not reported).
+	Log *slog.Logger
+	// Fail is the crash tests' failpoint set (nil: none).
+	Fail *failpoint.Set
 }
 
 // OpenWork creates (if needed) and opens uid's work directory for entry
@@ -287,11 +294,15 @@ func (w *Work) Take(order []int, l Lease) (int, error) {
 			}
 			continue
 		}
+		w.Fail.Hit("agent/lease-created") // an empty lease: a task taken, nothing said about it
 		l.Version, l.Task = 1, i
 		data, _ := json.Marshal(l)
 		_, werr := f.Write(data)
 		if werr == nil && !w.SyncLater {
 			werr = f.Sync()
+		}
+		if werr == nil {
+			w.Fail.Hit("agent/lease-written") // the lease says who runs it; the task not started
 		}
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
@@ -340,13 +351,16 @@ func (w *Work) Finish(r Result) error {
 	if err := writeFile(tmp, data, 0o640); err != nil {
 		return err
 	}
+	w.Fail.Hit("agent/result-written") // durable under its temporary name
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("spool: %w", err)
 	}
+	w.Fail.Hit("agent/result-renamed") // in place, the rename not yet durable
 	if err := syncDir(dir); err != nil {
 		return err
 	}
+	w.Fail.Hit("agent/result-synced") // the result and the lease both there
 	if err := os.Remove(w.LeasePath(r.Task)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("spool: %w", err)
 	}
@@ -389,7 +403,7 @@ func (w *Work) Events() ([]TaskEvent, error) {
 	}
 	defer f.Close()
 	var out []TaskEvent
-	_, err = scanEvents(f, func(ev Event) {
+	_, err = scanEvents(f, badLineLogger(w.Log, w.journal), func(ev Event) {
 		if ev.Task != nil {
 			out = append(out, *ev.Task)
 		}
@@ -446,7 +460,7 @@ func (w *Work) readJournal() error {
 	if _, err := f.Seek(w.jOff, io.SeekStart); err != nil {
 		return err
 	}
-	n, err := scanEvents(f, func(ev Event) {
+	n, err := scanEvents(f, badLineLogger(w.Log, w.journal), func(ev Event) {
 		if ev.Task != nil && ev.Task.Final {
 			w.finished[ev.Task.Index] = true
 		}
@@ -456,8 +470,11 @@ func (w *Work) readJournal() error {
 }
 
 // scanEvents calls fn for each complete line and returns the bytes
-// consumed (a line being appended is left for the next read).
-func scanEvents(r io.Reader, fn func(Event)) (int64, error) {
+// consumed (a line being appended is left for the next read). A complete
+// line that does not parse is passed to bad (its byte offset in r), never
+// skipped silently: the daemon's journal repair makes one impossible, so
+// one is a sign of damage.
+func scanEvents(r io.Reader, bad func(off int64, err error), fn func(Event)) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var n int64
 	for {
@@ -468,11 +485,17 @@ func scanEvents(r io.Reader, fn func(Event)) (int64, error) {
 			}
 			return n, err
 		}
-		n += int64(len(line))
 		var ev Event
-		if json.Unmarshal(bytes.TrimSpace(line), &ev) == nil {
-			fn(ev)
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if err := json.Unmarshal(t, &ev); err != nil {
+				if bad != nil {
+					bad(n, fmt.Errorf("%w: %q", err, clip(string(t))))
+				}
+			} else {
+				fn(ev)
+			}
 		}
+		n += int64(len(line))
 	}
 }
 
@@ -672,7 +695,7 @@ func (rs *Records) TaskEvents(name string) ([]TaskEvent, error) {
 	}
 	defer f.Close()
 	var out []TaskEvent
-	_, err = scanEvents(f, func(ev Event) {
+	_, err = scanEvents(f, rs.badLine(name), func(ev Event) {
 		if ev.Task != nil {
 			out = append(out, *ev.Task)
 		}

@@ -149,19 +149,27 @@ func writeFile(name string, data []byte, mode os.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if err := f.Chmod(mode); err != nil { // the umask may have taken bits
+	// A file that could not be written whole goes (a full spool keeps no
+	// half-written temporary).
+	fail := func(format string, err error) error {
 		f.Close()
-		return fmt.Errorf("spool: %w", err)
+		os.Remove(name)
+		return fmt.Errorf(format, name, err)
+	}
+	if err := f.Chmod(mode); err != nil { // the umask may have taken bits
+		return fail("spool: chmod %s: %w", err)
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("spool: write %s: %w", name, err)
+		return fail("spool: write %s: %w", err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("spool: fsync %s: %w", name, err)
+		return fail("spool: fsync %s: %w", err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("spool: close %s: %w", name, err)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

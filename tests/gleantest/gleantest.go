@@ -197,7 +197,7 @@ func (e *Env) initSpool() error {
 	if err := os.Chmod(e.Spool, 0o755); err != nil {
 		return err
 	}
-	for _, d := range []string{e.Spool, filepath.Join(e.Spool, spool.UsersDir), filepath.Join(e.Spool, spool.JobsDir)} {
+	for _, d := range []string{e.Spool, filepath.Join(e.Spool, spool.UsersDir), filepath.Join(e.Spool, spool.JobsDir), filepath.Join(e.Spool, spool.EndedDir)} {
 		if err := os.Lchown(d, e.GleanUID, e.GleanGID); err != nil {
 			return err
 		}

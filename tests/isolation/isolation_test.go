@@ -75,7 +75,7 @@ func setup(t *testing.T) *running {
 	if ckpt, err = os.MkdirTemp("/tmp", "glckpt-"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(ckpt, 0o1777); err != nil {
+	if err := os.Chmod(ckpt, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
 	opt := gleantest.Options{Extra: fmt.Sprintf("[checkpoint]\nroot = %q\n", filepath.Join(ckpt, "%u"))}
@@ -412,6 +412,7 @@ func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
 		{"read B's environment capture", `cat "$1"`, filepath.Join(inB, spool.EnvFile)},
 		{"read B's script", `cat "$1"`, filepath.Join(inB, spool.ScriptFile)},
 		{"read the daemon's copy of B's script", `cat "$1"`, filepath.Join(recB, spool.ScriptFile)},
+		{"read the daemon's record of B's job (B's entry: --export values, arguments, paths)", `cat "$1"`, filepath.Join(recB, spool.RecordFile)},
 		{"change B's record", `echo '{}' > "$1"`, filepath.Join(recB, spool.RecordFile)},
 		{"append to B's journal", `echo '{}' >> "$1"`, filepath.Join(recB, spool.JournalFile)},
 		{"add to B's record directory", `echo x > "$1"`, filepath.Join(recB, "control.json.new")},
@@ -425,6 +426,20 @@ func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
 		stderr, code := asA(t, s, c.script+" >/dev/null", c.path)
 		if code == 0 || !strings.Contains(stderr, "Permission denied") {
 			t.Errorf("A could %s (%s): exit %d %q", c.what, c.path, code, stderr)
+		}
+	}
+	// What A may read of B's job is its public status: no entry.
+	pub, code := asA(t, s, `cat "$1" >&2`, filepath.Join(recB, spool.StatusFile))
+	if code != 0 || !strings.Contains(pub, s.recB.ID) || strings.Contains(pub, `"entry"`) || strings.Contains(pub, s.b.Work) {
+		t.Errorf("B's status.json as A: exit %d %q; want B's job without its entry", code, pub)
+	}
+	for _, c := range []struct {
+		who  gleantest.Who
+		want bool
+	}{{s.a, false}, {s.b, true}} {
+		show := env.As(t, c.who, "", "glean", "show", s.anchorB)
+		if show.Code != 0 || strings.Contains(show.Stdout, "WorkDir:") != c.want || !strings.Contains(show.Stdout, "State:") {
+			t.Errorf("glean show <B's job> as %s: %q %q; the entry (WorkDir) shown: want %v", c.who.Name, show.Stdout, show.Stderr, c.want)
 		}
 	}
 	// Checkpoints, outside the spool: <checkpoint.root>/<anchor>, 0700.
@@ -445,6 +460,77 @@ func TestCannotReadOrChangeAnothersFiles(t *testing.T) {
 	r := env.As(t, s.a, `{"op":"cancel","job":"`+s.anchorB+`"}`, raw, env.Helper)
 	if r.Code != 2 || !strings.Contains(r.Stderr, "permission denied") {
 		t.Errorf("A reached the helper: %+v", r)
+	}
+}
+
+// A squats on B's checkpoint root: with checkpoint.root on a shared
+// scratch (<1777 dir>/%u), A creates B's directory before B's first job
+// (world-writable, so A could swap anything inside it later). B's agent
+// refuses the root (A's, in a directory others may write into): B's task
+// runs without GLEAN_CHECKPOINT_DIR, glean_checkpoint_dir refuses too,
+// the attempt's detail in the journal says why, and nothing of B's is
+// created in A's directory.
+func TestCheckpointRootSquatted(t *testing.T) {
+	s := setup(t)
+	scratch, err := os.MkdirTemp("/tmp", "glsquat-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := os.Chmod(scratch, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	squat := filepath.Join(scratch, s.b.Name)
+	if _, code := asA(t, s, `mkdir -m 777 "$1"`, squat); code != 0 {
+		t.Fatalf("A could not create %s", squat)
+	}
+	// The agents read checkpoint.root at their start: B's next pilot
+	// sees the squatted root.
+	cfg, err := os.ReadFile(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fmt.Sprintf("root = %q", filepath.Join(ckpt, "%u"))
+	if !strings.Contains(string(cfg), old) {
+		t.Fatalf("glean.toml has no %s", old)
+	}
+	if err := os.WriteFile(env.Config, []byte(strings.Replace(string(cfg), old, fmt.Sprintf("root = %q", filepath.Join(scratch, "%u")), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.WriteFile(env.Config, cfg, 0o644)
+	script := filepath.Join(s.b.Work, "squat.sh")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+. "$GLEAN_SH"
+echo "dir=[${GLEAN_CHECKPOINT_DIR:-}]"
+if d=$(glean_checkpoint_dir 2>&1); then echo "got $d"; else echo "refused: $d"; fi
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(script, s.b.UID, s.b.GID); err != nil {
+		t.Fatal(err)
+	}
+	anchor := env.SbatchAs(t, s.b, "", "--glean=mode=scavenger,checkpoint=yes", "--array=0", "-o", "out/squat.out",
+		"--export=ALL,GLEAN_SH="+filepath.Join(env.Wrappers, "glean.sh"), "squat.sh")
+	r := env.WaitState(t, anchor, 2*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
+	if r.State != spool.StateDone {
+		t.Fatalf("B's job %s", r.State)
+	}
+	out, err := os.ReadFile(filepath.Join(s.b.Work, "out", "squat.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "dir=[]") || !strings.Contains(string(out), fmt.Sprintf("refused: glean_checkpoint_dir: %s is owned by uid %d, not yours", squat, s.a.UID)) {
+		t.Errorf("B's task printed %q, want no directory and glean_checkpoint_dir's refusal", out)
+	}
+	detail := ""
+	for _, ev := range env.TaskEvents(t, anchor) {
+		detail += ev.Detail
+	}
+	if !strings.Contains(detail, "no checkpoint directory: checkpoint root refused: "+squat+" is owned by uid "+strconv.Itoa(s.a.UID)) {
+		t.Errorf("the attempt's detail %q does not say why B's task had no checkpoint directory", detail)
+	}
+	if ents, err := os.ReadDir(squat); err != nil || len(ents) != 0 {
+		t.Errorf("in A's directory %s: %v %v, want nothing of B's", squat, ents, err)
 	}
 }
 

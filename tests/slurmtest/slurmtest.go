@@ -234,6 +234,18 @@ func Main(m *testing.M, opt Options, shared **Cluster) int {
 
 var unavailable string
 
+// SetPlugstack rewrites the cluster's plugstack.conf to line (a SPANK
+// plugin and its arguments; "" for none). slurmstepd and the spank job
+// prolog/epilog read it at each job; slurmd's list of plugin hooks is the
+// one it started with (start the cluster with Options.Spank for an epilog
+// plugin).
+func (c *Cluster) SetPlugstack(line string) error {
+	if line != "" {
+		line += "\n"
+	}
+	return os.WriteFile(filepath.Join(c.Dir, "plugstack.conf"), []byte(line), 0o644)
+}
+
 // Need skips (or fails) a test when Main could not start a cluster.
 func Need(tb testing.TB, c *Cluster) {
 	tb.Helper()
