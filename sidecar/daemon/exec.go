@@ -27,9 +27,14 @@ import (
 // Actor is every privileged action of the execution path (the helper's
 // client in gleand).
 type Actor interface {
-	SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (string, error)
-	CancelPilot(ctx context.Context, record, id string) error
-	CancelPending(ctx context.Context, id string) error
+	// SubmitPilots submits pilots the record holds as intents (by their
+	// tokens; each with its node and time limit) and returns their ids in
+	// order, "" for one that was not submitted (the error says why).
+	SubmitPilots(ctx context.Context, record string, intents []spool.PilotJob) ([]string, error)
+	CancelPilot(ctx context.Context, record, id string) error        // scancel: TERM to all, KILL after KillWait
+	SignalPilot(ctx context.Context, record, id string) error        // TERM to the pilot's agent alone (give way)
+	CancelPendingPilot(ctx context.Context, record, id string) error // only if still pending
+	CancelPending(ctx context.Context, id string) error              // a shadow array's pending elements
 	Release(ctx context.Context, id string) error
 }
 
@@ -49,6 +54,7 @@ type ExecOptions struct {
 	HeartbeatTimeout time.Duration // a lease not refreshed this long is taken back
 	PilotPartition   string        // where the helper submits pilots (adopting a pilot checks it)
 	Fail             *failpoint.Set
+	Clock            func() time.Time // when a pilot's sbatch returned; nil: time.Now
 }
 
 // Executor runs the execution slice of each round.
@@ -258,6 +264,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	acts := policy.Decide(snap, pst, x.opt.Policy, now)
 	x.misses = pst.NextMisses(acts)
 	st.Actions = acts
+	var submits []policy.Action
 	for _, a := range acts {
 		r := x.in.known[a.Job]
 		if r == nil {
@@ -265,38 +272,22 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		}
 		switch a.Kind {
 		case policy.SubmitPilot:
-			minutes := 0
-			if a.TimeLimit != cluster.Unlimited {
-				minutes = int((a.TimeLimit + time.Minute - 1) / time.Minute)
-			}
-			// Recorded (with its token) before the sbatch, and with its id
-			// right after: a crash in between leaves a token to adopt.
-			token := spool.NewNonce()
-			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{Token: token, Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
-			if err := x.records.Put(r); err != nil {
-				x.log.Error("recording a pilot before its submission", "job", a.Job, "err", err)
-				r.PilotJobs = r.PilotJobs[:len(r.PilotJobs)-1]
-				continue
-			}
-			x.opt.Fail.Hit("pilot/intent-recorded")
-			id, err := x.act.SubmitPilot(ctx, a.Job, minutes, a.Node, token)
-			if err != nil {
-				x.log.Warn("submitting a pilot", "job", a.Job, "err", err)
-				r.PilotJobs = r.PilotJobs[:len(r.PilotJobs)-1]
-				changed[a.Job] = true
-				continue
-			}
-			x.opt.Fail.Hit("pilot/submitted")
-			r.PilotJobs[len(r.PilotJobs)-1].ID = id
-			r.Pilots++
-			if err := x.records.Put(r); err != nil {
-				x.log.Error("recording a pilot", "job", a.Job, "pilot", id, "err", err)
-			}
-			st.Submitted++
-			x.log.Info("pilot submitted", "job", a.Job, "pilot", id, "node", a.Node, "minutes", minutes)
+			submits = append(submits, a) // all at once, below
 		case policy.CancelPilot:
 			p := pilotOf(r, a.Pilot)
 			if p == nil {
+				continue
+			}
+			if a.Cause == policy.CauseTimeout {
+				// Pending longer than its timeout: cancelled only if it is
+				// still pending, so that one Slurm started meanwhile goes
+				// on. A pending pilot ends no attempt: nothing to record.
+				if err := x.act.CancelPendingPilot(ctx, a.Job, a.Pilot); err != nil {
+					x.log.Warn("cancelling a pending pilot", "pilot", a.Pilot, "err", err)
+					continue
+				}
+				st.Cancelled++
+				x.log.Info("pending pilot cancelled", "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "why", a.Reason)
 				continue
 			}
 			// Recorded before the cancel, so that the attempts it ends are
@@ -331,12 +322,83 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			}
 		}
 	}
+	st.Submitted += x.submitPilots(ctx, now, submits)
 	for n := range changed {
 		if err := x.records.Put(x.in.known[n]); err != nil {
 			x.log.Error("recording", "job", n, "err", err)
 		}
 	}
 	return st, nil
+}
+
+// pilotsPerRequest bounds the pilots of one helper request (the helper
+// takes up to privhelper.MaxPilotsPerRequest).
+const pilotsPerRequest = 32
+
+// submitPilots submits a round's new pilots, job by job: every intent of
+// the job is recorded with its token (one write), then the helper submits
+// them in one request (its sbatches run concurrently), then their ids are
+// recorded (one write). A crash between the two writes leaves tokens that
+// the next round adopts from squeue (the pilots' comments), or forgets. A
+// pilot's Submitted is when its sbatch returned, so that its pending
+// timeout runs from when Slurm took it. It returns how many it submitted.
+func (x *Executor) submitPilots(ctx context.Context, now time.Time, acts []policy.Action) int {
+	var order []string
+	byJob := map[string][]policy.Action{}
+	for _, a := range acts {
+		if byJob[a.Job] == nil {
+			order = append(order, a.Job)
+		}
+		byJob[a.Job] = append(byJob[a.Job], a)
+	}
+	submitted := 0
+	for _, name := range order {
+		r := x.in.known[name]
+		first := len(r.PilotJobs)
+		for _, a := range byJob[name] {
+			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{Token: spool.NewNonce(), Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
+		}
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording pilots before their submission", "job", name, "err", err)
+			r.PilotJobs = r.PilotJobs[:first]
+			continue
+		}
+		x.opt.Fail.Hit("pilot/intent-recorded")
+		for lo := first; lo < len(r.PilotJobs); lo += pilotsPerRequest {
+			hi := min(lo+pilotsPerRequest, len(r.PilotJobs))
+			ids, err := x.act.SubmitPilots(ctx, name, slices.Clone(r.PilotJobs[lo:hi]))
+			returned := x.clock()
+			if err != nil {
+				// An sbatch whose answer was lost may still have submitted
+				// its pilot: the intent stays until the next round's
+				// snapshot adopts it by its token, or shows it never was.
+				x.log.Warn("submitting pilots", "job", name, "pilots", hi-lo, "err", err)
+			}
+			x.opt.Fail.Hit("pilot/submitted")
+			for i, id := range ids {
+				if id == "" || lo+i >= hi {
+					continue
+				}
+				p := &r.PilotJobs[lo+i]
+				p.ID, p.Submitted = id, returned
+				r.Pilots++
+				submitted++
+				x.log.Info("pilot submitted", "job", name, "pilot", id, "node", p.Node, "limit", p.TimeLimit)
+			}
+		}
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording pilots", "job", name, "err", err)
+		}
+	}
+	return submitted
+}
+
+// clock is the time now (ExecOptions.Clock, else the system's).
+func (x *Executor) clock() time.Time {
+	if x.opt.Clock != nil {
+		return x.opt.Clock()
+	}
+	return time.Now()
 }
 
 func pilotOf(r *spool.Record, id string) *spool.PilotJob {
@@ -633,7 +695,14 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 			continue
 		}
 		taskEnd, isBusy := busy[p.ID]
-		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd}
+		// Its pending timeout runs from when Slurm took it: the time its
+		// sbatch returned, or squeue's submit time (whole seconds; the
+		// only one known for an adopted pilot), whichever is later.
+		submitted := p.Submitted
+		if j.Submit.After(submitted) {
+			submitted = j.Submit
+		}
+		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd}
 		if j.Holds() {
 			pp.State, pp.Start, pp.End = policy.PilotRunning, j.Start, j.End
 			if len(j.Nodes) > 0 {

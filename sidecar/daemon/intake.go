@@ -64,9 +64,19 @@ func (p *SlurmPrivileged) CancelPilot(ctx context.Context, _, id string) error {
 	return p.C.Cancel(ctx, id, "")
 }
 
-// SubmitPilot needs root's sbatch --uid: only the helper can.
-func (p *SlurmPrivileged) SubmitPilot(context.Context, string, int, string, string) (string, error) {
-	return "", errors.New("pilots are submitted as their owner by glean-helper: set helper.socket")
+// SignalPilot sends TERM to a pilot's batch shell (its agent).
+func (p *SlurmPrivileged) SignalPilot(ctx context.Context, _, id string) error {
+	return p.C.Cancel(ctx, id, "B:TERM")
+}
+
+// CancelPendingPilot cancels a pilot if it is still pending.
+func (p *SlurmPrivileged) CancelPendingPilot(ctx context.Context, _, id string) error {
+	return p.C.CancelPending(ctx, id)
+}
+
+// SubmitPilots needs root's sbatch --uid: only the helper can.
+func (p *SlurmPrivileged) SubmitPilots(_ context.Context, _ string, intents []spool.PilotJob) ([]string, error) {
+	return make([]string, len(intents)), errors.New("pilots are submitted as their owner by glean-helper: set helper.socket")
 }
 
 var _ Actor = (*SlurmPrivileged)(nil)

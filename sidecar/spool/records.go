@@ -94,6 +94,13 @@ type PilotJob struct {
 	Cancelled bool          `json:"cancelled,omitempty"` // glean cancelled it (give-way, timeout, no work)
 	Cause     string        `json:"cause,omitempty"`
 	Ended     time.Time     `json:"ended,omitzero"` // gone from squeue
+
+	// Signalled: when glean gave way by sending TERM to the running
+	// pilot's agent alone (it stops its tasks within the grace and
+	// exits); Killed: glean scancelled it after that (it was still there
+	// after the grace).
+	Signalled time.Time `json:"signalled,omitzero"`
+	Killed    bool      `json:"killed,omitempty"`
 }
 
 // Counts are a job's tasks by state.
