@@ -78,7 +78,8 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 		return err
 	}
 	defer records.Close()
-	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}}
+	// One snapshot per round serves the intake too: ended jobs included.
+	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}, Ended: true}
 	var priv interface {
 		daemon.Privileged
 		daemon.Actor
@@ -93,7 +94,8 @@ func run(ctx context.Context, configPath string, allowRoot bool, log *slog.Logge
 	}
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
 		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, Fail: fail},
-		records, &daemon.SlurmQueue{R: client.R}, priv, &daemon.SnapshotSizer{C: client}, log)
+		records, nil, priv, nil, log) // Slurm is read once per round, by the loop's observation
+
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -444,6 +445,36 @@ func TestLoopWatches(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// Spool events (a user writing into incoming/ without a pause) start a
+// round at most once per MinGap: triggers every millisecond for 400 ms
+// with a 50 ms gap make at most 9 rounds, not hundreds.
+func TestLoopSpacesTriggeredRounds(t *testing.T) {
+	fx := newFixture(t)
+	var rounds atomic.Int32
+	first := make(chan struct{})
+	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: time.Hour, MinGap: 50 * time.Millisecond, Log: fx.in.log,
+		OnRound: func(Stats, error) {
+			if rounds.Add(1) == 1 {
+				close(first)
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx) }()
+	<-first // the round at start
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); <-pace.C {
+		l.Trigger()
+	}
+	n := rounds.Load() - 1
+	cancel()
+	<-done
+	if n < 1 || n > 400/50+1 {
+		t.Errorf("%d rounds for a trigger every millisecond for 400 ms with a 50 ms gap; want 1 to 9", n)
+	}
 }
 
 // recordedFirst is Privileged that, like the root helper, acts only on a

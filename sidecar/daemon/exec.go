@@ -141,9 +141,19 @@ func (b *book) taskTime(e *spool.Entry) time.Duration {
 // its agent to start (whole seconds of squeue's end time included).
 const agentSlack = 30 * time.Second
 
-// Round runs one execution round at now.
+// Round runs one execution round at now, with a snapshot of its own.
 func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) {
+	return x.Observe(ctx, NewObservation(now, x.snap))
+}
+
+// Snapshotter is what the executor observes the cluster with.
+func (x *Executor) Snapshotter() Snapshotter { return x.snap }
+
+// Observe runs one execution round on the round's observation (taken only
+// if some job is active or has an end to finish).
+func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, error) {
 	var st ExecStats
+	now := obs.Now
 	names := make([]string, 0, len(x.in.known))
 	for n, r := range x.in.known {
 		if r.Active() || x.needsEnd(r) {
@@ -154,7 +164,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		return st, nil
 	}
 	sort.Strings(names)
-	snap := x.snap.Snapshot(ctx, now)
+	snap := obs.Snapshot(ctx)
 	st.SlurmDown = !snap.Complete
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
@@ -773,11 +783,10 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 	if err := x.putControl(r, true); err != nil {
 		x.log.Error("telling the agents to stop", "job", n, "err", err)
 	}
-	if r.Shadow != "" && r.State != spool.StateCancelled {
-		if sj := jobs[r.Shadow]; sj != nil || !snap.Complete {
-			if err := x.act.CancelPending(ctx, r.Shadow); err != nil {
-				x.log.Warn("cancelling pending shadow elements", "job", r.Shadow, "err", err)
-			}
+	// Pending shadow elements, once: the snapshot shows them until then.
+	if r.Shadow != "" && r.State != spool.StateCancelled && pendingPart(snap, r.Shadow) {
+		if err := x.act.CancelPending(ctx, r.Shadow); err != nil {
+			x.log.Warn("cancelling pending shadow elements", "job", r.Shadow, "err", err)
 		}
 	}
 	changed := false
@@ -787,6 +796,9 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 			continue
 		}
 		j := jobs[p.ID]
+		if j != nil && !j.Pending() && !j.Holds() {
+			j = nil // ended (squeue -t all shows it for MinJobAge)
+		}
 		if j == nil && snap.Complete {
 			p.Ended, changed = now, true
 			continue

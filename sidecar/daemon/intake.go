@@ -95,25 +95,7 @@ type SnapshotSizer struct {
 var _ NodeSizer = (*SnapshotSizer)(nil)
 
 func (s *SnapshotSizer) Largest(ctx context.Context, partition string) (int, int64, error) {
-	snap := s.C.Snapshot(ctx, time.Now())
-	p := snap.Partition(partition)
-	if p == nil {
-		if !snap.Complete {
-			return 0, 0, fmt.Errorf("cluster snapshot incomplete: %v", snap.Problems)
-		}
-		return 0, 0, fmt.Errorf("no partition %q", partition)
-	}
-	in := map[string]bool{}
-	for _, n := range p.Nodes {
-		in[n] = true
-	}
-	cpus, mem := 0, int64(0)
-	for _, n := range snap.Nodes {
-		if in[n.Name] {
-			cpus, mem = max(cpus, n.CPUs), max(mem, n.MemoryMB)
-		}
-	}
-	return cpus, mem, nil
+	return largest(s.C.Snapshot(ctx, time.Now()), partition)
 }
 
 // Options configure the intake.
@@ -136,7 +118,6 @@ type Intake struct {
 	users   func(uid int) (string, error)
 
 	known map[string]*spool.Record // by record directory name
-	sizes *nodeSizes               // read once per round, when needed
 }
 
 type nodeSizes struct {
@@ -175,11 +156,22 @@ type Stats struct {
 	Accepted, Rejected, Cancelled, Released int
 }
 
-// Round scans the incoming directories, takes new entries in and follows
-// active jobs. Errors reading Slurm postpone the round's work, never
-// reject an entry.
+// Round is Observe with the intake's own Slurm reads (its Queue and
+// NodeSizer): for a daemon without an executor, and for tests.
 func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
+	if in.queue == nil || in.sizer == nil {
+		return Stats{}, errors.New("intake: no Queue or NodeSizer to read Slurm with")
+	}
+	return in.Observe(ctx, &Observation{Now: now, queue: in.queue, sizer: in.sizer})
+}
+
+// Observe scans the incoming directories, takes new entries in and
+// follows active jobs, reading Slurm from the round's observation (only if
+// there is something to take in or follow). Errors reading Slurm postpone
+// the round's work, never reject an entry.
+func (in *Intake) Observe(ctx context.Context, obs *Observation) (Stats, error) {
 	var st Stats
+	now := obs.Now
 	found, problems := in.opt.Spool.ScanIncoming()
 	for _, err := range problems {
 		in.log.Warn("spool scan", "err", err)
@@ -199,13 +191,12 @@ func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
 	if len(fresh) == 0 && active == 0 {
 		return st, nil
 	}
-	jobs, err := in.queue.Jobs(ctx)
+	jobs, err := obs.Jobs(ctx)
 	if err != nil {
 		return st, fmt.Errorf("squeue: %w", err)
 	}
-	in.sizes = nil
 	for _, f := range fresh {
-		switch in.takeIn(ctx, now, f, jobs) {
+		switch in.takeIn(ctx, obs, f, jobs) {
 		case spool.StateRejected:
 			st.Rejected++
 		case spool.StateQueued, spool.StateWaiting:
@@ -233,7 +224,8 @@ func recordID(name string) string {
 
 // takeIn handles one new entry and returns the state it ends in ("" if
 // it is to be tried again next round).
-func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, jobs map[string]QJob) string {
+func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming, jobs map[string]QJob) string {
+	now := obs.Now
 	log := in.log.With("uid", f.UID, "entry", f.Name)
 	rec := &spool.Record{ID: recordID(f.Name), UID: f.UID, Submitted: now}
 	rec.User, _ = in.users(f.UID)
@@ -337,15 +329,11 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	}
 
 	// Tasks no node can run.
-	if in.sizes == nil {
-		cpus, mem, err := in.sizer.Largest(ctx, in.opt.PilotPartition)
-		if err != nil {
-			log.Warn("reading node sizes; trying again next round", "err", err)
-			return ""
-		}
-		in.sizes = &nodeSizes{cpus, mem}
+	cpus, mem, err := obs.Largest(ctx, in.opt.PilotPartition)
+	if err != nil {
+		log.Warn("reading node sizes; trying again next round", "err", err)
+		return ""
 	}
-	cpus, mem := in.sizes.cpus, in.sizes.mem
 	res := e.Resources
 	switch {
 	case res.CPUs > cpus:
