@@ -19,11 +19,18 @@ import (
 
 // Options configure one agent.
 type Options struct {
-	Shadow    bool          // a shadow-array element: exit at once if the first take finds nothing
-	Pilot     string        // SLURM_JOB_ID of this pilot or shadow element (results, %j, retire)
-	Node      string        // this node's short name (results, %N)
-	Env       []string      // the agent's own environment (the pilot's SLURM_* variables)
-	End       time.Time     // the allocation's end; zero = unknown
+	Shadow   bool          // a shadow-array element: exit at once if the first take finds nothing
+	Pilot    string        // SLURM_JOB_ID of this pilot or shadow element (results, %j, retire)
+	Node     string        // this node's short name (results, %N)
+	Env      []string      // the agent's own environment (the pilot's SLURM_* variables)
+	End      time.Time     // the allocation's end, if known at start; zero = unknown (see Learn)
+	KillWait time.Duration // Slurm's KillWait, if known at start; 0 = unknown (see Learn)
+	// Learn, if set, reads what Slurm knows of the allocation (its end,
+	// KillWait) in the background while the first tasks start: on 22.05
+	// the end takes a squeue (AllocationEnd). Until it answers the end is
+	// unknown and every task fits: gleand sized the pilot for at least one
+	// task and the grace, and a shadow element's first task always runs.
+	Learn     func(context.Context) (Limits, error)
 	Capacity  Capacity      // what the agent may use of the node
 	Grace     time.Duration // TERM -> KILL on stop, and the margin before End
 	Heartbeat time.Duration // lease heartbeats (default 5 s)
@@ -62,6 +69,20 @@ type Agent struct {
 	retiring   bool
 	taken      int // tasks this agent took
 	notStarted int // consecutive attempts that could not be started
+
+	lim     Limits // what the agent knows of its allocation so far
+	learned chan learnt
+}
+
+// Limits are what Slurm says about the allocation.
+type Limits struct {
+	End      time.Time     // zero: unknown or unlimited
+	KillWait time.Duration // TERM to KILL at the end or on scancel; 0: unknown
+}
+
+type learnt struct {
+	lim Limits
+	err error
 }
 
 // Why Run ended, for the log and the tests.
@@ -112,7 +133,8 @@ func New(job *Job, work *spool.Work, opt Options) *Agent {
 	}
 	work.SyncLater = true // dispatch starts the task, then makes its lease durable
 	return &Agent{opt: opt, job: job, work: work, order: job.Order(), demand: TaskDemand(job.Entry.Resources),
-		running: map[int]*proc{}, done: make(chan exited, maxDone), wrote: make(chan struct{}, 1), hist: newHistory()}
+		running: map[int]*proc{}, done: make(chan exited, maxDone), wrote: make(chan struct{}, 1), hist: newHistory(),
+		lim: Limits{End: opt.End, KillWait: opt.KillWait}, learned: make(chan learnt, 1)}
 }
 
 // Run takes and runs tasks until the job is finished, nothing is left to
@@ -135,6 +157,12 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
 		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
 		"task_mem_mb", a.demand.MemMB, "end", a.opt.End, "shadow", a.opt.Shadow)
+	if a.opt.Learn != nil {
+		go func() {
+			l, err := a.opt.Learn(ctx)
+			a.learned <- learnt{l, err}
+		}()
+	}
 
 	tick := time.NewTicker(a.opt.Poll)
 	defer tick.Stop()
@@ -196,8 +224,24 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 		case e := <-a.done:
 			a.finish(e)
 		case <-a.wrote:
+		case l := <-a.learned:
+			a.learn(l)
 		}
 	}
+}
+
+// learn takes in what Slurm said about the allocation.
+func (a *Agent) learn(l learnt) {
+	if l.err != nil {
+		a.opt.Log.Warn("reading the allocation's end and KillWait; every task is started", "err", l.err)
+	}
+	if !l.lim.End.IsZero() {
+		a.lim.End = l.lim.End
+	}
+	if l.lim.KillWait > 0 {
+		a.lim.KillWait = l.lim.KillWait
+	}
+	a.opt.Log.Info("allocation", "end", a.lim.End, "kill_wait", a.lim.KillWait)
 }
 
 // end waits for the results being written and returns why.
@@ -215,7 +259,9 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 			return endNone, err
 		}
 		est := Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)
-		if !Fits(now, a.opt.End, a.opt.Grace, est) {
+		// A shadow element is the plain array element: its first task runs
+		// whatever its time limit (the task's own -t).
+		if !(a.opt.Shadow && a.taken == 0) && !Fits(now, a.lim.End, a.opt.Grace, est) {
 			return EndNoTime, nil
 		}
 		if t := a.throttle(); t > 0 {

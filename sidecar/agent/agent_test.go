@@ -221,6 +221,55 @@ func TestNoTimeLeft(t *testing.T) {
 	}
 }
 
+// The allocation's end (a squeue on 22.05) is read in the background: the
+// first task starts before it is known; once known, a task that would not
+// fit is not started.
+func TestLearnInBackground(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+touch "$DIR/started.$SLURM_ARRAY_TASK_ID"
+while [ ! -e "$DIR/go" ]; do sleep 0.01; done
+`
+	f := newFixture(t, 3, script, []string{"DIR=" + dir}, func(e *spool.Entry) { e.Resources.TimeLimit = 10 })
+	release := make(chan struct{})
+	wait := runAgent(t, context.Background(), f.agent("15", 1, func(o *Options) {
+		o.Learn = func(ctx context.Context) (Limits, error) {
+			<-release // Slurm is slow to answer
+			return Limits{End: time.Now().Add(time.Minute), KillWait: 5 * time.Second}, nil
+		}
+	}))
+	waitFor(t, "task 0 started while the end is being read", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started.0"))
+		return err == nil
+	})
+	close(release)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := wait(); why != EndNoTime {
+		t.Errorf("ended %q, want %q (a 10-minute task does not fit in the minute left)", why, EndNoTime)
+	}
+	if res := f.results(); len(res) != 1 || res[0].Task != 0 || res[0].Outcome != spool.OutcomeExited {
+		t.Errorf("results %+v, want task 0 only", res)
+	}
+}
+
+// A shadow element is the plain array element: its first task runs even
+// though its time limit is the task's own -t (so it never "fits" with the
+// grace to spare); a second one does not start.
+func TestShadowRunsItsFirstTask(t *testing.T) {
+	f := newFixture(t, 2, "#!/bin/sh\nexit 0\n", nil, func(e *spool.Entry) { e.Resources.TimeLimit = 10 })
+	why := runAgent(t, context.Background(), f.agent("16", 1, func(o *Options) {
+		o.Shadow, o.End = true, time.Now().Add(10*time.Minute)
+	}))()
+	if why != EndNoTime {
+		t.Errorf("ended %q, want %q", why, EndNoTime)
+	}
+	if res := f.results(); len(res) != 1 || res[0].Outcome != spool.OutcomeExited {
+		t.Errorf("results %+v, want one completed task", res)
+	}
+}
+
 // Tasks of 2 CPUs on 4 CPUs run two at a time, never three.
 func TestPackingRunsTwoAtATime(t *testing.T) {
 	script := `#!/bin/sh
