@@ -141,11 +141,15 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
 	ckpt := sweep(cfg, sp, uid, id, log)
 	a := agent.New(job, work, agent.Options{
-		Shadow:    f.cmd == "shadow",
-		Pilot:     pilot,
-		Node:      nodeName(),
-		Env:       os.Environ(),
-		Learn:     learn,
+		Shadow: f.cmd == "shadow",
+		Pilot:  pilot,
+		Node:   nodeName(),
+		Env:    os.Environ(),
+		Learn:  learn,
+		GaveWay: func() bool {
+			rec, err := agent.ReadRecord(sp, uid, id, os.Getuid())
+			return err == nil && agent.GaveWay(rec, pilot)
+		},
 		Capacity:  agent.NodeCapacity(os.Getenv),
 		Grace:     grace,
 		Heartbeat: f.heartbeat,

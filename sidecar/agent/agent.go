@@ -30,9 +30,13 @@ type Options struct {
 	// the end takes a squeue (AllocationEnd). Until it answers the end is
 	// unknown and every task fits: gleand sized the pilot for at least one
 	// task and the grace, and a shadow element's first task always runs.
-	Learn     func(context.Context) (Limits, error)
+	Learn func(context.Context) (Limits, error)
+	// GaveWay reports whether glean gave way with this pilot: it recorded
+	// the pilot as signalled before sending TERM to the agent alone, and
+	// will scancel it only after the grace. nil: never.
+	GaveWay   func() bool
 	Capacity  Capacity      // what the agent may use of the node
-	Grace     time.Duration // TERM -> KILL on stop, and the margin before End
+	Grace     time.Duration // TERM -> KILL on a give-way (less when Slurm kills sooner), and the margin before End
 	Heartbeat time.Duration // lease heartbeats (default 5 s)
 	Poll      time.Duration // control and take polling (default 1 s)
 	Idle      time.Duration // exit after this long with nothing to take and nothing running (default 30 s)
@@ -383,30 +387,71 @@ func (a *Agent) report(r spool.Result) {
 	}
 }
 
+// defaultKillWait is Slurm's default KillWait, assumed when it could not
+// be read.
+const defaultKillWait = 30 * time.Second
+
+// maxReserve is what the agent keeps of Slurm's KillWait, after it KILLs
+// its tasks, to reap them and write their results before Slurm KILLs it.
+const maxReserve = 2 * time.Second
+
+// timeLimitSlack: a TERM this close to the allocation's end (less the
+// grace) is Slurm's --signal=B:TERM@grace warning.
+const timeLimitSlack = 5 * time.Second
+
+// stopGrace is how long the tasks get between TERM and KILL when the
+// agent stops for why, and which case it is (for the log):
+//
+//   - give-way: glean recorded this pilot as signalled (TERM to the agent
+//     alone) and scancels it only after the grace: the whole grace.
+//   - time-limit: Slurm's warning, the grace before the end; Slurm TERMs
+//     everything at the end and KILLs KillWait later: the grace, but done
+//     a reserve before that KILL.
+//   - scancel (someone cancelled the pilot, or the job ended: Slurm TERMs
+//     everything now and KILLs after KillWait): the grace, at most KillWait
+//     less the reserve.
+func (a *Agent) stopGrace(why string, now time.Time) (time.Duration, time.Duration, string) {
+	kw := a.lim.KillWait
+	if kw <= 0 {
+		kw = defaultKillWait
+	}
+	reserve := min(maxReserve, kw/2)
+	grace := a.opt.Grace
+	switch {
+	case why == EndSignaled && a.opt.GaveWay != nil && a.opt.GaveWay():
+		return grace, reserve, "give-way"
+	case why == EndSignaled && !a.lim.End.IsZero() && !now.Before(a.lim.End.Add(-grace-timeLimitSlack)):
+		return max(0, min(grace, a.lim.End.Add(kw-reserve).Sub(now))), reserve, "time-limit"
+	}
+	return min(grace, kw-reserve), reserve, "scancel"
+}
+
 // stopAll sends TERM to every task's process group, waits up to the
-// grace, KILLs what is left, and writes every result.
+// grace (stopGrace), KILLs what is left, and writes every result.
 func (a *Agent) stopAll(why string) string {
 	log := a.opt.Log
+	grace, reserve, cause := a.stopGrace(why, a.opt.Now())
 	if len(a.running) > 0 {
-		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "grace", a.opt.Grace)
+		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "grace", grace, "as", cause,
+			"kill_wait", a.lim.KillWait)
 	}
 	for _, p := range a.running {
 		p.signaled = true
 		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
 	}
-	grace := time.NewTimer(a.opt.Grace)
-	defer grace.Stop()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
 	var reap <-chan time.Time
 	for len(a.running) > 0 {
 		select {
 		case e := <-a.done:
 			a.finish(e)
-		case <-grace.C:
+		case <-timer.C:
 			for _, p := range a.running {
 				log.Warn("task did not end within the grace: SIGKILL", "task", p.task, "pid", p.pid)
 				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 			}
-			reap = time.After(a.opt.Reap)
+			reap = time.After(min(a.opt.Reap, reserve))
 		case <-reap:
 			for _, p := range a.running {
 				log.Error("task not reaped after SIGKILL; handing it back", "task", p.task, "pid", p.pid)
@@ -417,6 +462,14 @@ func (a *Agent) stopAll(why string) string {
 		}
 	}
 	return a.end(why)
+}
+
+// GaveWay reports whether rec records pilot as one glean gave way with
+// by signalling its agent alone (Options.GaveWay).
+func GaveWay(rec *spool.Record, pilot string) bool {
+	return pilot != "" && slices.ContainsFunc(rec.PilotJobs, func(p spool.PilotJob) bool {
+		return p.ID == pilot && !p.Signalled.IsZero()
+	})
 }
 
 func newAttempt() string {

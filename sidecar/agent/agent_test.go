@@ -96,6 +96,76 @@ while :; do sleep 0.05; done
 	}
 }
 
+// How long tasks get after TERM depends on who sent it: glean giving way
+// (recorded before it signals the agent alone) leaves the whole grace;
+// Slurm's time-limit warning the grace, done before the end's KILL; any
+// other scancel KillWait less a reserve.
+func TestStopGrace(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		name     string
+		why      string
+		gaveWay  bool
+		end      time.Time
+		killWait time.Duration
+		grace    time.Duration
+		cause    string
+	}{
+		{"give-way: the whole grace, KillWait shorter", EndSignaled, true, time.Time{}, 5 * time.Second, 10 * time.Second, "give-way"},
+		{"time-limit warning: the grace", EndSignaled, false, t0.Add(10 * time.Second), 5 * time.Second, 10 * time.Second, "time-limit"},
+		{"time-limit, warned late: until the end's KILL less the reserve", EndSignaled, false, t0.Add(2 * time.Second), 5 * time.Second, 5 * time.Second, "time-limit"},
+		{"scancel: KillWait less the reserve", EndSignaled, false, t0.Add(time.Hour), 5 * time.Second, 3 * time.Second, "scancel"},
+		{"scancel, KillWait unknown: Slurm's default 30 s", EndSignaled, false, time.Time{}, 0, 10 * time.Second, "scancel"},
+		{"stopped by the daemon", EndStopped, true, time.Time{}, 5 * time.Second, 3 * time.Second, "scancel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{opt: Options{Grace: 10 * time.Second, GaveWay: func() bool { return tc.gaveWay }},
+				lim: Limits{End: tc.end, KillWait: tc.killWait}}
+			grace, _, cause := a.stopGrace(tc.why, t0)
+			if grace != tc.grace || cause != tc.cause {
+				t.Errorf("stopGrace = %v %s, want %v %s", grace, cause, tc.grace, tc.cause)
+			}
+		})
+	}
+}
+
+// A task that saves for 1.5 s after TERM is checkpointed when glean gave
+// way (grace 3 s), and KILLed half a second in when the pilot was
+// scancelled (KillWait 1 s less the reserve).
+func TestGiveWayGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gaveWay bool
+		outcome string
+	}{
+		{"give-way", true, spool.OutcomeCheckpointed},
+		{"scancel", false, spool.OutcomeHandedBack},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready := t.TempDir()
+			script := `#!/bin/sh
+trap 'sleep 1.5; exit 99' TERM
+touch "$READY/0"
+while :; do sleep 0.05; done
+`
+			f := newFixture(t, 1, script, []string{"READY=" + ready}, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			wait := runAgent(t, ctx, f.agent("17", 1, func(o *Options) {
+				o.Grace, o.KillWait = 3*time.Second, time.Second
+				o.GaveWay = func() bool { return tc.gaveWay }
+			}))
+			waitFor(t, "the task ready", func() bool { _, err := os.Stat(filepath.Join(ready, "0")); return err == nil })
+			cancel()
+			if why := wait(); why != EndSignaled {
+				t.Errorf("ended %q", why)
+			}
+			if res := f.results(); len(res) != 1 || res[0].Outcome != tc.outcome {
+				t.Errorf("results %+v, want %s", res, tc.outcome)
+			}
+		})
+	}
+}
+
 // The daemon's stop makes the agent TERM its tasks and hand them back; a
 // task killed by a signal the agent did not send is "signaled"; a failing
 // task is "exited" with its code.

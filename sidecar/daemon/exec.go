@@ -176,6 +176,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 	changed := map[string]bool{}
 	for _, n := range names {
 		r := x.in.known[n]
+		x.escalate(ctx, now, r, jobs)
 		if x.needsEnd(r) {
 			if r.State == spool.StateCancelled {
 				// The attempts its agents stopped are committed as cancelled.
@@ -300,20 +301,37 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 				x.log.Info("pending pilot cancelled", "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "why", a.Reason)
 				continue
 			}
+			if p.Cancelled {
+				continue // leaving already (the policy sees it as retiring)
+			}
 			// Recorded before the cancel, so that the attempts it ends are
-			// committed as give-way, not as failures.
+			// committed as give-way, not as failures. A running pilot is
+			// signalled: TERM to its agent alone, which gives its tasks the
+			// whole grace, hands them back and exits, so that the pilot
+			// ends (escalate scancels it if it is still there after the
+			// grace); a pending one is simply cancelled.
+			running := jobs[a.Pilot] != nil && jobs[a.Pilot].Holds()
 			p.Cancelled, p.Cause = true, a.Cause.String()
+			if running {
+				p.Signalled = now
+			}
 			if err := x.records.Put(r); err != nil {
 				x.log.Error("recording a cancel", "job", a.Job, "err", err)
 				continue
 			}
 			x.opt.Fail.Hit("cancel/recorded")
-			if err := x.act.CancelPilot(ctx, a.Job, a.Pilot); err != nil {
+			how, err := "signalled", error(nil)
+			if running {
+				err = x.act.SignalPilot(ctx, a.Job, a.Pilot)
+			} else {
+				how, err = "cancelled", x.act.CancelPilot(ctx, a.Job, a.Pilot)
+			}
+			if err != nil {
 				x.log.Warn("cancelling a pilot", "pilot", a.Pilot, "err", err)
 				continue
 			}
 			st.Cancelled++
-			x.log.Info("pilot cancelled", "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "claimant", a.Claimant)
+			x.log.Info("pilot "+how, "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "claimant", a.Claimant)
 		case policy.RetirePilot:
 			p := pilotOf(r, a.Pilot)
 			if p == nil || p.Retiring {
@@ -678,6 +696,37 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 	return ""
 }
 
+// giveWayMargin is how long past the grace glean waits for a signalled
+// pilot to end by itself before it scancels it (Slurm then KILLs it
+// KillWait later).
+const giveWayMargin = 5 * time.Second
+
+// escalate scancels the pilots glean signalled to give way that are still
+// there a grace (plus a margin) later: an agent that did not stop.
+func (x *Executor) escalate(ctx context.Context, now time.Time, r *spool.Record, jobs map[string]*cluster.Job) {
+	for i := range r.PilotJobs {
+		p := &r.PilotJobs[i]
+		if p.Signalled.IsZero() || p.Killed || !p.Ended.IsZero() || now.Sub(p.Signalled) < x.opt.Policy.Grace+giveWayMargin {
+			continue
+		}
+		if j := jobs[p.ID]; j == nil || !j.Holds() {
+			continue
+		}
+		p.Killed = true
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording a cancel", "job", r.DirName(), "err", err)
+			p.Killed = false
+			continue
+		}
+		if err := x.act.CancelPilot(ctx, r.DirName(), p.ID); err != nil {
+			x.log.Warn("cancelling a pilot that did not give way", "pilot", p.ID, "err", err)
+			continue
+		}
+		x.log.Warn("pilot still running a grace after it was told to give way: cancelled", "job", r.DirName(), "pilot", p.ID,
+			"signalled", p.Signalled)
+	}
+}
+
 // causeJobEnded is the cause recorded on the pilots of an ended job that
 // finish cancels.
 const causeJobEnded = "job-ended"
@@ -712,7 +761,10 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 		if j.Submit.After(submitted) {
 			submitted = j.Submit
 		}
-		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd}
+		// A pilot glean cancelled or signalled is leaving: it takes no
+		// task, and is not given again.
+		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: submitted, Retiring: p.Retiring || p.Cancelled,
+			Busy: isBusy, TaskEnd: taskEnd}
 		if j.Holds() {
 			pp.State, pp.Start, pp.End = policy.PilotRunning, j.Start, j.End
 			if len(j.Nodes) > 0 {

@@ -36,6 +36,8 @@ type slurmModel struct {
 	helper  []string       // helper requests, "op record-or-job"
 	config  []byte
 	release map[string]bool
+	// regular jobs: id -> nodes they need (pending in batch, high priority)
+	regular map[string]int
 }
 
 type modelPilot struct {
@@ -56,7 +58,7 @@ func newModel(t *testing.T, fx *fixture, nodes int) *slurmModel {
 		t.Fatal(err)
 	}
 	return &slurmModel{fx: fx, nodes: nodes, pilots: map[string]*modelPilot{}, calls: map[string]int{}, config: cfg,
-		release: map[string]bool{}}
+		release: map[string]bool{}, regular: map[string]int{}}
 }
 
 func (m *slurmModel) Run(_ context.Context, argv []string) ([]byte, error) {
@@ -101,14 +103,19 @@ func (m *slurmModel) squeue(argv []string) []byte {
 	last := argv[len(argv)-1]
 	seal := strings.TrimSuffix(last[strings.Index(last, "\x1d")+1:], "\x1e")
 	var b strings.Builder
-	line := func(id, array, state, reason, part, nodes, user, name, comment string, submit time.Time) {
+	lineN := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit time.Time, prio string) {
 		sub := "0"
 		if !submit.IsZero() {
 			sub = strconv.FormatInt(submit.Unix(), 10)
 		}
-		n := "1"
-		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", sub, "N/A", "N/A", "100", user, name, comment}
+		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", sub, "N/A", "N/A", prio, user, name, comment}
 		b.WriteString(strings.Join(f, "\x1f") + "\x1d" + seal + "\x1e\n")
+	}
+	line := func(id, array, state, reason, part, nodes, user, name, comment string, submit time.Time) {
+		lineN(id, array, state, reason, part, "1", nodes, user, name, comment, submit, "100")
+	}
+	for _, id := range slices.Sorted(maps.Keys(m.regular)) {
+		lineN(id, "N/A", "PENDING", "Resources", "batch", strconv.Itoa(m.regular[id]), "", "root", "big", "", m.fx.now, "100000")
 	}
 	m.fx.slurm.mu.Lock()
 	ids := make([]string, 0, len(m.fx.slurm.jobs))
@@ -334,6 +341,55 @@ func TestRoundCallsSlurmOnce(t *testing.T) {
 		if slices.Contains(helper, "cancel-pending 900") || slices.Contains(helper, "release "+e.Anchor) {
 			t.Errorf("a later round asked again: %q", helper)
 		}
+	}
+}
+
+// Give way: glean signals a running pilot's agent alone (TERM to the
+// batch shell, recorded first) and scancels it only if it is still there
+// a grace plus a margin later; a pilot already leaving is not signalled
+// again.
+func TestGiveWaySignalsThenEscalates(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 4)
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	pc.Grace = 10 * time.Second
+	pc.MinPilotTime = time.Minute
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	rec := fx.record(e)
+	if len(rec.PilotJobs) != 4 {
+		t.Fatalf("pilots %+v", rec.PilotJobs)
+	}
+	for _, p := range rec.PilotJobs {
+		m.start(p.ID)
+	}
+	m.regular["800"] = 4 // needs every node now
+	fx.now = fx.now.Add(time.Second)
+	_, helper := m.round(t, fx.in, x)
+	signalled := slices.DeleteFunc(slices.Clone(helper), func(s string) bool { return !strings.HasPrefix(s, "signal-pilot ") })
+	if len(signalled) != 4 || len(helper) != 4 {
+		t.Fatalf("give way: helper %q, want 4 signal-pilot and nothing else", helper)
+	}
+	for _, p := range fx.record(e).PilotJobs {
+		if !p.Cancelled || p.Cause != "give-way" || !p.Signalled.Equal(fx.now) || p.Killed {
+			t.Errorf("pilot %+v: want recorded cancelled, give-way, signalled now", p)
+		}
+	}
+	fx.now = fx.now.Add(pc.Grace)
+	if _, helper = m.round(t, fx.in, x); len(helper) != 0 {
+		t.Errorf("within the grace (+margin): helper %q, want nothing", helper)
+	}
+	fx.now = fx.now.Add(giveWayMargin)
+	_, helper = m.round(t, fx.in, x)
+	if len(helper) != 4 || !strings.HasPrefix(helper[0], "cancel-pilot ") {
+		t.Errorf("past the grace: helper %q, want 4 cancel-pilot", helper)
+	}
+	fx.now = fx.now.Add(time.Second)
+	if _, helper = m.round(t, fx.in, x); slices.ContainsFunc(helper, func(s string) bool { return strings.Contains(s, "pilot ") }) {
+		t.Errorf("later: helper %q, want no pilot action", helper)
 	}
 }
 
