@@ -458,6 +458,32 @@ func TestTaskEnvList(t *testing.T) {
 	}
 }
 
+// SLURM_EXPORT_ENV in a task is what plain Slurm gives the batch script
+// (measured on 22.05), never the pilot's NONE: absent for --export=ALL (an
+// srun in the task passes the user's environment on), the submission's
+// value otherwise, the submitting shell's own variable if it had one.
+func TestTaskEnvExportForSrun(t *testing.T) {
+	pilot := []string{"SLURM_JOB_ID=77", "SLURM_EXPORT_ENV=NONE"}
+	for _, tc := range []struct {
+		name, export string
+		captured     []string
+		want         string // "" = absent
+	}{
+		{"default ALL", "ALL", nil, ""},
+		{"NONE", "NONE", nil, "NONE"},
+		{"a list", "ALL,FOO=bar", nil, "ALL,FOO=bar"},
+		{"the submitting shell's", "NONE", []string{"SLURM_EXPORT_ENV=ALL"}, "ALL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &Job{Entry: &spool.Entry{Anchor: "1", Name: "n", Cwd: "/w", Export: tc.export}, Env: tc.captured}
+			got, ok := lookupEnv(TaskEnv(j, pilot, TaskVars{Task: 0, Attempt: 1}), "SLURM_EXPORT_ENV")
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("SLURM_EXPORT_ENV = %q (set %v), want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
 // The data-folder form: glean_items gets GLEAN_ITEMS and GLEAN_BATCH.
 func TestItemsEnv(t *testing.T) {
 	f := newFixture(t, 2, "#!/bin/sh\n. \"$GLEAN_SH\"\nglean_items\n", []string{"GLEAN_SH=" + gleanSh(t)}, func(e *spool.Entry) {

@@ -246,6 +246,36 @@ wait
 	t.Logf("%d attempts checkpointed and handed back on give-way, all 72 tasks completed once", gaveWay)
 }
 
+// srun inside a task runs as a step of the pilot, with the user's
+// environment: the pilot runs with --export=NONE, which Slurm leaves in
+// SLURM_EXPORT_ENV, but the task gets what a plain array element would
+// (none for the default --export=ALL).
+func TestSrunInTask(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "srun.sh", `#!/bin/sh
+srun -N1 -n1 sh -c 'echo "step $SLURM_STEP_ID of job $SLURM_JOB_ID sees [$GLEAN_TEST_VAR] export [$SLURM_EXPORT_ENV]"'
+`, 0o755)
+	e.WriteFile(t, "srun/.keep", "", 0o644)
+	r := e.AsUser(t, "", "env", "GLEAN_TEST_VAR=from the user's shell", "sbatch", "--parsable", "--glean=mode=scavenger",
+		"--array=0-1", "-o", "srun/%a.out", "srun.sh")
+	if r.Code != 0 {
+		t.Fatalf("sbatch: %+v", r)
+	}
+	anchor, _, _ := strings.Cut(strings.TrimSpace(r.Stdout), ";")
+	rec := e.WaitState(t, anchor, 2*time.Minute, spool.StateDone, spool.StateFailed)
+	final := committed(t, e, anchor, 2)
+	for i := range 2 {
+		data, err := os.ReadFile(filepath.Join(e.Work, "srun", strconv.Itoa(i)+".out"))
+		want := fmt.Sprintf("step 0 of job %s sees [from the user's shell] export []\n", final[i].Pilot)
+		if err != nil || string(data) != want || final[i].Reason != spool.ReasonCompleted {
+			t.Errorf("task %d (%s): output %q (%v), want %q", i, final[i].Reason, data, err, want)
+		}
+	}
+	if rec.State != spool.StateDone {
+		t.Errorf("record %s %+v", rec.State, rec.Tasks)
+	}
+}
+
 // jobTime reads a time field (StartTime, EndTime) of a job.
 func jobTime(t *testing.T, id, field string) time.Time {
 	t.Helper()
