@@ -32,8 +32,9 @@ import (
 // cancelled with its entry) before the daemon asks to hold or cancel it.
 // SlurmPrivileged acts directly, for a glean user that is a Slurm operator.
 type Privileged interface {
-	Hold(ctx context.Context, jobID string) error   // admin hold: only an operator releases it
-	Cancel(ctx context.Context, jobID string) error // the whole job (all array elements)
+	Hold(ctx context.Context, jobID string) error    // admin hold: only an operator releases it
+	Release(ctx context.Context, jobID string) error // release any hold
+	Cancel(ctx context.Context, jobID string) error  // the whole job (all array elements)
 }
 
 // SlurmPrivileged is Privileged through sidecar/slurm.
@@ -233,21 +234,27 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		rec.User = strconv.Itoa(f.UID)
 	}
 	var e *spool.Entry
-	// reject records the rejection, then cancels the jobs verified as the
+	// reject records the rejection, then acts on the jobs verified as the
 	// entry's (the record, with the entry's nonce, is what lets the
-	// privileged helper cancel them).
-	reject := func(reason string, cancel ...string) string {
+	// privileged helper act on them): the anchor is released, to run as
+	// the user, write the reason into the user's -o file and exit 1; the
+	// shadow array is cancelled.
+	reject := func(reason string, verified ...string) string {
 		rec.State, rec.Reason, rec.Ended = spool.StateRejected, reason, now
-		if len(cancel) > 0 {
+		if len(verified) > 0 {
 			rec.Entry = e
 		}
 		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}); err != nil {
 			log.Error("recording a rejection", "err", err)
 			return ""
 		}
-		for _, id := range cancel {
-			if err := in.priv.Cancel(ctx, id); err != nil {
-				log.Warn("cancelling a rejected job's Slurm job", "job", id, "err", err)
+		for i, id := range verified {
+			act, what := in.priv.Cancel, "cancelling a rejected job's shadow array"
+			if i == 0 {
+				act, what = in.priv.Release, "releasing a rejected job's anchor"
+			}
+			if err := act(ctx, id); err != nil {
+				log.Warn(what, "job", id, "err", err)
 			}
 		}
 		log.Info("entry rejected", "reason", reason)

@@ -246,6 +246,29 @@ wait
 	t.Logf("%d attempts checkpointed and handed back on give-way, all 72 tasks completed once", gaveWay)
 }
 
+// A rejected entry's anchor (verified as the user's) is released: it runs
+// as the user, writes the reason into the user's -o file and exits 1.
+func TestRejectionWrittenToOutput(t *testing.T) {
+	e := setup(t)
+	e.WriteFile(t, "rej.sh", "#!/bin/sh\necho never\n", 0o755)
+	e.WriteFile(t, "rej/.keep", "", 0o644)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--mem=900000", "--array=0-1", "-o", "rej/%a.out", "rej.sh")
+	r := e.WaitState(t, anchor, time.Minute, spool.StateRejected)
+	if !strings.Contains(r.Reason, "impossible resources") {
+		t.Fatalf("rejected for %q", r.Reason)
+	}
+	if state, exit := anchorEnds(t, e, anchor); state != "FAILED" || exit != "1:0" {
+		t.Errorf("anchor %s ended %s exit %s, want FAILED 1:0", anchor, state, exit)
+	}
+	summary, err := os.ReadFile(filepath.Join(e.Work, "rej", "summary.out"))
+	if err != nil || !strings.Contains(string(summary), "rejected") || !strings.Contains(string(summary), r.Reason) {
+		t.Errorf("summary %q (%v), want the rejection and its reason %q", summary, err, r.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(e.Work, "rej", "0.out")); err == nil {
+		t.Errorf("a task of the rejected job ran")
+	}
+}
+
 // srun inside a task runs as a step of the pilot, with the user's
 // environment: the pilot runs with --export=NONE, which Slurm leaves in
 // SLURM_EXPORT_ENV, but the task gets what a plain array element would
