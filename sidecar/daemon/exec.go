@@ -207,7 +207,10 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 				changed[n] = true
 			}
 		}
-		c, l, running, busy := x.work(now, r, b, snap, jobs)
+		c, l, running, busy, ok := x.work(now, r, b, snap, jobs)
+		if !ok {
+			continue // its journal could not be written or read: next round
+		}
 		st.Committed += c
 		st.Lost += l
 		if c+l > 0 {
@@ -455,33 +458,43 @@ func (x *Executor) book(r *spool.Record) (*book, error) {
 // work commits r's results and takes back its dead leases; it returns
 // the attempts committed, the leases taken back, the tasks running and
 // the pilots running them.
-func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]time.Time) {
+func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]time.Time, ok bool) {
 	busy = map[string]time.Time{}
 	ws, err := x.opt.Spool.ScanWork(r.UID, r.ID)
 	if err != nil {
 		x.log.Warn("reading the work directory", "job", r.DirName(), "err", err)
-		return 0, 0, r.Tasks.Running, busy
+		return 0, 0, r.Tasks.Running, busy, true
 	}
 	for _, p := range ws.Problems {
 		x.log.Warn("work directory", "job", r.DirName(), "err", p)
 	}
+	// Each new result is judged (against the book as it grows, so that two
+	// attempts of a task in one round are judged in order), the round's
+	// events of the job go to the journal in one write and one fsync, and
+	// only then are their files removed.
+	var evs []spool.Event
+	var results []string
 	for _, ri := range ws.Results {
 		if ri.Err == nil && !b.committed[ri.Result.Attempt] && r.Entry.ArrayContains(ri.Result.Task) {
 			ev := x.judge(r, b, ri.Result, snap, jobs)
-			if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
-				x.log.Error("journal", "job", r.DirName(), "err", err)
-				return committed, lost, r.Tasks.Running, busy
-			}
-			x.opt.Fail.Hit("commit/journaled")
 			b.add(ev)
-			committed++
+			evs = append(evs, spool.Event{Time: now, Event: "task", Task: &ev})
 		} else if ri.Err != nil {
 			x.log.Warn("discarding a result", "job", r.DirName(), "file", ri.Name, "err", ri.Err)
 		}
-		if err := x.opt.Spool.RemoveResult(r.UID, r.ID, ri.Name); err != nil {
-			x.log.Warn("removing a committed result", "job", r.DirName(), "file", ri.Name, "err", err)
+		results = append(results, ri.Name)
+	}
+	if !x.journal(r, b, evs, "commit/journaled") {
+		return 0, 0, r.Tasks.Running, busy, false
+	}
+	committed = len(evs)
+	for _, name := range results {
+		if err := x.opt.Spool.RemoveResult(r.UID, r.ID, name); err != nil {
+			x.log.Warn("removing a committed result", "job", r.DirName(), "file", name, "err", err)
 		}
 	}
+	evs = evs[:0]
+	var dead []spool.LeaseInfo
 	for _, l := range ws.Leases {
 		if !r.Entry.ArrayContains(l.Task) {
 			// No agent leases a task outside the array: the owner's garbage,
@@ -527,20 +540,37 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 		} else {
 			x.cap(b, &ev)
 		}
-		if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
-			x.log.Error("journal", "job", r.DirName(), "err", err)
-			running++
-			continue
-		}
-		x.opt.Fail.Hit("lost/journaled")
 		b.add(ev)
+		evs = append(evs, spool.Event{Time: now, Event: "task", Task: &ev})
+		dead = append(dead, l)
+	}
+	if !x.journal(r, b, evs, "lost/journaled") {
+		return committed, 0, running, busy, false
+	}
+	for _, l := range dead {
 		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task); err != nil {
 			x.log.Warn("removing a dead lease", "job", r.DirName(), "task", l.Task, "err", err)
 		}
 		x.log.Info("task taken back from a dead pilot", "job", r.DirName(), "task", l.Task, "pilot", l.Lease.Pilot)
-		lost++
 	}
-	return committed, lost, running, busy
+	return committed, len(dead), running, busy, true
+}
+
+// journal appends a job's events of the round (already added to its book)
+// in one write and one fsync. If that fails the journal holds none of them:
+// the book is dropped (the next round reads it again from the journal),
+// nothing is removed and the job is left alone this round (false).
+func (x *Executor) journal(r *spool.Record, b *book, evs []spool.Event, point string) bool {
+	if len(evs) == 0 {
+		return true
+	}
+	if err := x.records.JournalAll(r, evs); err != nil {
+		x.log.Error("journal", "job", r.DirName(), "events", len(evs), "err", err)
+		delete(x.books, r.DirName())
+		return false
+	}
+	x.opt.Fail.Hit(point)
+	return true
 }
 
 // leaseLost: not refreshed within the heartbeat timeout; or its pilot is
