@@ -414,7 +414,7 @@ func (x *Executor) submitPilots(ctx context.Context, now time.Time, acts []polic
 				p.ID, p.Submitted = id, returned
 				r.Pilots++
 				submitted++
-				x.log.Info("pilot submitted", "job", name, "pilot", id, "node", p.Node, "limit", p.TimeLimit)
+				x.log.Info("pilot submitted", "job", name, "pilot", id, "node", p.Node, "limit", policy.FormatDuration(p.TimeLimit))
 			}
 		}
 		if err := x.records.Put(r); err != nil {
