@@ -76,6 +76,9 @@ type Agent struct {
 
 	lim     Limits // what the agent knows of its allocation so far
 	learned chan learnt
+	// agentAlone: the TERM that stops the agent went to it alone (glean's
+	// give-way, Slurm's time-limit warning), not to its tasks.
+	agentAlone bool
 }
 
 // Limits are what Slurm says about the allocation.
@@ -344,8 +347,9 @@ func (a *Agent) finish(e exited) {
 	p := e.p
 	delete(a.running, p.task)
 	// scancel and Slurm's time limit signal the tasks too: one that ends
-	// while the agent is being stopped was stopped with it.
-	out, exit, sig := outcome(e.state, e.err, p.signaled || a.ctx.Err() != nil)
+	// while the agent is being stopped was stopped with it; not when the
+	// TERM went to the agent alone (a give-way, the time-limit warning).
+	out, exit, sig := outcome(e.state, e.err, p.signaled || a.ctx.Err() != nil && !a.agentAlone)
 	r := spool.Result{Task: p.task, Attempt: p.attempt, Start: p.start, End: e.end,
 		Outcome: out, Exit: exit, Signal: sig}
 	if e.state == nil && e.err != nil {
@@ -395,45 +399,72 @@ const defaultKillWait = 30 * time.Second
 // its tasks, to reap them and write their results before Slurm KILLs it.
 const maxReserve = 2 * time.Second
 
-// timeLimitSlack: a TERM this close to the allocation's end (less the
-// grace) is Slurm's --signal=B:TERM@grace warning.
-const timeLimitSlack = 5 * time.Second
+// signalEarly: Slurm's --signal=B:TERM@grace warning comes up to 60 s
+// before end - grace ("due to the resolution of event handling"; on the
+// loopback 22.05 a pilot's came 23 s early). A TERM within this (and a
+// little slack) of end - grace is that warning.
+const (
+	signalEarly    = 60 * time.Second
+	timeLimitSlack = 5 * time.Second
+)
 
-// stopGrace is how long the tasks get between TERM and KILL when the
-// agent stops for why, and which case it is (for the log):
+// stopGrace says how the agent stops its tasks for why: hold is how long
+// it lets them run on before it sends TERM, grace how long they get after
+// TERM before KILL, reserve what it keeps after KILL to reap them and
+// write the results; cause names the case (for the log):
 //
 //   - give-way: glean recorded this pilot as signalled (TERM to the agent
 //     alone) and scancels it only after the grace: the whole grace.
-//   - time-limit: Slurm's warning, the grace before the end; Slurm TERMs
-//     everything at the end and KILLs KillWait later: the grace, but done
-//     a reserve before that KILL.
+//   - time-limit: Slurm's warning, the grace before the end but up to 60 s
+//     early; Slurm TERMs everything at the end and KILLs KillWait later:
+//     the tasks run on until end - grace (a task that ends by then is not
+//     cut short: the agent started it because it would), then get the
+//     grace, done a reserve before that KILL.
 //   - scancel (someone cancelled the pilot, or the job ended: Slurm TERMs
 //     everything now and KILLs after KillWait): the grace, at most KillWait
 //     less the reserve.
-func (a *Agent) stopGrace(why string, now time.Time) (time.Duration, time.Duration, string) {
+func (a *Agent) stopGrace(why string, now time.Time) (hold, grace, reserve time.Duration, cause string) {
 	kw := a.lim.KillWait
 	if kw <= 0 {
 		kw = defaultKillWait
 	}
-	reserve := min(maxReserve, kw/2)
-	grace := a.opt.Grace
+	reserve = min(maxReserve, kw/2)
+	grace = a.opt.Grace
+	end := a.lim.End
 	switch {
 	case why == EndSignaled && a.opt.GaveWay != nil && a.opt.GaveWay():
-		return grace, reserve, "give-way"
-	case why == EndSignaled && !a.lim.End.IsZero() && !now.Before(a.lim.End.Add(-grace-timeLimitSlack)):
-		return max(0, min(grace, a.lim.End.Add(kw-reserve).Sub(now))), reserve, "time-limit"
+		return 0, grace, reserve, "give-way"
+	case why == EndSignaled && !end.IsZero() && !now.Before(end.Add(-grace-signalEarly-timeLimitSlack)):
+		hold = max(0, end.Add(-grace).Sub(now))
+		return hold, max(0, min(grace, end.Add(kw-reserve).Sub(now.Add(hold)))), reserve, "time-limit"
 	}
-	return min(grace, kw-reserve), reserve, "scancel"
+	return 0, min(grace, kw-reserve), reserve, "scancel"
 }
 
-// stopAll sends TERM to every task's process group, waits up to the
-// grace (stopGrace), KILLs what is left, and writes every result.
+// stopAll stops every running task (stopGrace: after the hold, TERM to
+// its process group, the grace, KILL) and writes every result.
 func (a *Agent) stopAll(why string) string {
 	log := a.opt.Log
-	grace, reserve, cause := a.stopGrace(why, a.opt.Now())
+	hold, grace, reserve, cause := a.stopGrace(why, a.opt.Now())
+	a.agentAlone = cause != "scancel"
 	if len(a.running) > 0 {
-		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "grace", grace, "as", cause,
-			"kill_wait", a.lim.KillWait)
+		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "term_in", hold, "grace", grace,
+			"as", cause, "kill_wait", a.lim.KillWait)
+	}
+	if hold > 0 && len(a.running) > 0 {
+		// Slurm's time-limit warning came early: tasks that end by end -
+		// grace end by themselves.
+		wait := time.NewTimer(hold)
+	holding:
+		for len(a.running) > 0 {
+			select {
+			case e := <-a.done:
+				a.finish(e)
+			case <-wait.C:
+				break holding
+			}
+		}
+		wait.Stop()
 	}
 	for _, p := range a.running {
 		p.signaled = true

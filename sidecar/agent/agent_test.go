@@ -98,34 +98,74 @@ while :; do sleep 0.05; done
 
 // How long tasks get after TERM depends on who sent it: glean giving way
 // (recorded before it signals the agent alone) leaves the whole grace;
-// Slurm's time-limit warning the grace, done before the end's KILL; any
-// other scancel KillWait less a reserve.
+// Slurm's time-limit warning, which may come up to 60 s early, lets the
+// tasks run on until end - grace and then gives the grace, done before the
+// end's KILL; any other scancel KillWait less a reserve.
 func TestStopGrace(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	for _, tc := range []struct {
-		name     string
-		why      string
-		gaveWay  bool
-		end      time.Time
-		killWait time.Duration
-		grace    time.Duration
-		cause    string
+		name        string
+		why         string
+		gaveWay     bool
+		end         time.Time
+		killWait    time.Duration
+		hold, grace time.Duration
+		cause       string
 	}{
-		{"give-way: the whole grace, KillWait shorter", EndSignaled, true, time.Time{}, 5 * time.Second, 10 * time.Second, "give-way"},
-		{"time-limit warning: the grace", EndSignaled, false, t0.Add(10 * time.Second), 5 * time.Second, 10 * time.Second, "time-limit"},
-		{"time-limit, warned late: until the end's KILL less the reserve", EndSignaled, false, t0.Add(2 * time.Second), 5 * time.Second, 5 * time.Second, "time-limit"},
-		{"scancel: KillWait less the reserve", EndSignaled, false, t0.Add(time.Hour), 5 * time.Second, 3 * time.Second, "scancel"},
-		{"scancel, KillWait unknown: Slurm's default 30 s", EndSignaled, false, time.Time{}, 0, 10 * time.Second, "scancel"},
-		{"stopped by the daemon", EndStopped, true, time.Time{}, 5 * time.Second, 3 * time.Second, "scancel"},
+		{"give-way: the whole grace, KillWait shorter", EndSignaled, true, time.Time{}, 5 * time.Second, 0, 10 * time.Second, "give-way"},
+		{"time-limit warning on time: the grace", EndSignaled, false, t0.Add(10 * time.Second), 5 * time.Second, 0, 10 * time.Second, "time-limit"},
+		{"time-limit warning 33 s early: TERM at end - grace", EndSignaled, false, t0.Add(43 * time.Second), 5 * time.Second, 33 * time.Second, 10 * time.Second, "time-limit"},
+		{"time-limit, warned late: until the end's KILL less the reserve", EndSignaled, false, t0.Add(2 * time.Second), 5 * time.Second, 0, 5 * time.Second, "time-limit"},
+		{"scancel: KillWait less the reserve", EndSignaled, false, t0.Add(time.Hour), 5 * time.Second, 0, 3 * time.Second, "scancel"},
+		{"scancel, KillWait unknown: Slurm's default 30 s", EndSignaled, false, time.Time{}, 0, 0, 10 * time.Second, "scancel"},
+		{"stopped by the daemon", EndStopped, true, time.Time{}, 5 * time.Second, 0, 3 * time.Second, "scancel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Agent{opt: Options{Grace: 10 * time.Second, GaveWay: func() bool { return tc.gaveWay }},
 				lim: Limits{End: tc.end, KillWait: tc.killWait}}
-			grace, _, cause := a.stopGrace(tc.why, t0)
-			if grace != tc.grace || cause != tc.cause {
-				t.Errorf("stopGrace = %v %s, want %v %s", grace, cause, tc.grace, tc.cause)
+			hold, grace, _, cause := a.stopGrace(tc.why, t0)
+			if hold != tc.hold || grace != tc.grace || cause != tc.cause {
+				t.Errorf("stopGrace = hold %v grace %v %s, want %v %v %s", hold, grace, cause, tc.hold, tc.grace, tc.cause)
 			}
 		})
+	}
+}
+
+// Slurm's time-limit warning may come up to 60 s early: a task that ends
+// before end - grace completes (it is not TERMed, and not taken for
+// stopped), one that would run past it gets TERM then.
+func TestEarlyTimeLimitWarning(t *testing.T) {
+	ready := t.TempDir()
+	script := `#!/bin/sh
+touch "$READY/$SLURM_ARRAY_TASK_ID"
+if [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then sleep 0.5; exit 0; fi
+trap 'exit 99' TERM
+while :; do sleep 0.05; done
+`
+	f := newFixture(t, 2, script, []string{"READY=" + ready}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	end := time.Now().Add(4 * time.Second)
+	wait := runAgent(t, ctx, f.agent("18", 2, func(o *Options) {
+		o.Grace, o.End, o.KillWait = time.Second, end, 5*time.Second
+	}))
+	waitFor(t, "both tasks started", func() bool {
+		_, e0 := os.Stat(filepath.Join(ready, "0"))
+		_, e1 := os.Stat(filepath.Join(ready, "1"))
+		return e0 == nil && e1 == nil
+	})
+	cancel() // the warning, 3 s before end - grace
+	if why := wait(); why != EndSignaled {
+		t.Errorf("ended %q", why)
+	}
+	got := map[int]spool.Result{}
+	for _, r := range f.results() {
+		got[r.Task] = r
+	}
+	if r := got[0]; r.Outcome != spool.OutcomeExited || r.Exit != 0 {
+		t.Errorf("task 0: %+v, want completed (it ended before end - grace)", r)
+	}
+	if r := got[1]; r.Outcome != spool.OutcomeCheckpointed || r.End.Before(end.Add(-time.Second-100*time.Millisecond)) {
+		t.Errorf("task 1: %+v, want checkpointed, TERMed at end - grace (%v)", r, end.Add(-time.Second))
 	}
 }
 
