@@ -61,8 +61,8 @@ func main() {
 	fs.StringVar(&f.config, "config", config.Path(), "site configuration")
 	if cmd != "anchor" {
 		fs.DurationVar(&f.idle, "idle", 30*time.Second, "exit after this long with nothing to take and nothing running")
-		fs.DurationVar(&f.grace, "grace", 0, "TERM -> KILL grace for the tasks (0: policy.grace), capped at kill-wait - 5s")
-		fs.DurationVar(&f.killWait, "kill-wait", 30*time.Second, "Slurm's KillWait: the agent must exit before it")
+		fs.DurationVar(&f.grace, "grace", 0, "TERM -> KILL grace for the tasks (0: policy.grace)")
+		fs.DurationVar(&f.killWait, "kill-wait", 0, "Slurm's KillWait (0: read from scontrol show config): after a scancel or at the time limit the agent must be done before it")
 		fs.DurationVar(&f.heartbeat, "heartbeat", 5*time.Second, "lease heartbeat interval")
 		fs.DurationVar(&f.poll, "poll", time.Second, "control and take polling interval")
 	}
@@ -135,22 +135,27 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 	if grace <= 0 {
 		grace = cfg.Policy.Grace.Duration
 	}
-	if f.killWait > 5*time.Second {
-		grace = min(grace, f.killWait-5*time.Second)
-	}
-	end, err := agent.AllocationEnd(ctx, os.Getenv, &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration})
-	if err != nil {
-		log.Warn("the allocation's end is unknown: every task is started", "err", err)
-	}
+	// The allocation's end and KillWait are read while the first tasks
+	// start (a squeue and a scontrol on 22.05).
+	runner := &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}
+	learn := agent.Learn(os.Getenv, runner, f.killWait, func(ctx context.Context) (time.Duration, error) {
+		c, err := (&slurm.Client{R: runner}).Config(ctx)
+		return c.KillWait, err
+	})
 	log.Info("glean-agent", "version", cli.Version, "mode", f.cmd, "config", f.config)
 	ckpt := sweep(cfg, sp, uid, id, log)
 	ckpt.Fail = fail
 	opts := agent.Options{
-		Shadow:    f.cmd == "shadow",
-		Pilot:     pilot,
-		Node:      nodeName(),
-		Env:       os.Environ(),
-		End:       end,
+		Shadow: f.cmd == "shadow",
+		Pilot:  pilot,
+		Node:   nodeName(),
+		Env:    os.Environ(),
+		Learn:  learn,
+		GaveWay: func() bool {
+			// id is the job the pilot serves now (after a move, the new one).
+			rec, err := agent.ReadRecord(sp, uid, id, os.Getuid())
+			return err == nil && agent.GaveWay(rec, pilot)
+		},
 		Capacity:  agent.NodeCapacity(os.Getenv),
 		Grace:     grace,
 		Heartbeat: f.heartbeat,

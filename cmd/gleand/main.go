@@ -85,7 +85,8 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 	}
 	defer lock.Close()
 	records.Log = log
-	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}}
+	// One snapshot per round serves the intake too: ended jobs included.
+	client := &slurm.Client{R: &slurm.Exec{Timeout: cfg.Slurm.Timeout.Duration}, Ended: true}
 	var priv interface {
 		daemon.Privileged
 		daemon.Actor
@@ -102,7 +103,7 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 	records.Fail = fail
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
 		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, Fail: fail},
-		records, &daemon.SlurmQueue{R: client.R}, priv, &daemon.SnapshotSizer{C: client}, log)
+		records, nil, priv, nil, log) // Slurm is read once per round, by the loop's observation
 	if err != nil {
 		return err
 	}

@@ -20,13 +20,24 @@ import (
 
 // Options configure one agent.
 type Options struct {
-	Shadow    bool          // a shadow-array element: exit at once if the first take finds nothing
-	Pilot     string        // SLURM_JOB_ID of this pilot or shadow element (results, %j, retire)
-	Node      string        // this node's short name (results, %N)
-	Env       []string      // the agent's own environment (the pilot's SLURM_* variables)
-	End       time.Time     // the allocation's end; zero = unknown
+	Shadow   bool          // a shadow-array element: exit at once if the first take finds nothing
+	Pilot    string        // SLURM_JOB_ID of this pilot or shadow element (results, %j, retire)
+	Node     string        // this node's short name (results, %N)
+	Env      []string      // the agent's own environment (the pilot's SLURM_* variables)
+	End      time.Time     // the allocation's end, if known at start; zero = unknown (see Learn)
+	KillWait time.Duration // Slurm's KillWait, if known at start; 0 = unknown (see Learn)
+	// Learn, if set, reads what Slurm knows of the allocation (its end,
+	// KillWait) in the background while the first tasks start: on 22.05
+	// the end takes a squeue (AllocationEnd). Until it answers the end is
+	// unknown and every task fits: gleand sized the pilot for at least one
+	// task and the grace, and a shadow element's first task always runs.
+	Learn func(context.Context) (Limits, error)
+	// GaveWay reports whether glean gave way with this pilot: it recorded
+	// the pilot as signalled before sending TERM to the agent alone, and
+	// will scancel it only after the grace. nil: never.
+	GaveWay   func() bool
 	Capacity  Capacity      // what the agent may use of the node
-	Grace     time.Duration // TERM -> KILL on stop, and the margin before End
+	Grace     time.Duration // TERM -> KILL on a give-way (less when Slurm kills sooner), and the margin before End
 	Heartbeat time.Duration // lease heartbeats (default 5 s)
 	Poll      time.Duration // control and take polling (default 1 s)
 	Idle      time.Duration // exit after this long with nothing to take and nothing running (default 30 s)
@@ -66,6 +77,23 @@ type Agent struct {
 	notStarted int // consecutive attempts that could not be started
 
 	moveTo string // the job (<uid>.<id>) the daemon moved this pilot to (move.go)
+
+	lim     Limits // what the agent knows of its allocation so far
+	learned chan learnt
+	// agentAlone: the TERM that stops the agent went to it alone (glean's
+	// give-way, Slurm's time-limit warning), not to its tasks.
+	agentAlone bool
+}
+
+// Limits are what Slurm says about the allocation.
+type Limits struct {
+	End      time.Time     // zero: unknown or unlimited
+	KillWait time.Duration // TERM to KILL at the end or on scancel; 0: unknown
+}
+
+type learnt struct {
+	lim Limits
+	err error
 }
 
 // Why Run ended, for the log and the tests.
@@ -117,7 +145,8 @@ func New(job *Job, work *spool.Work, opt Options) *Agent {
 	}
 	work.SyncLater = true // dispatch starts the task, then makes its lease durable
 	return &Agent{opt: opt, job: job, work: work, order: job.Order(), demand: TaskDemand(job.Entry.Resources),
-		running: map[int]*proc{}, done: make(chan exited, maxDone), wrote: make(chan struct{}, 1), hist: newHistory()}
+		running: map[int]*proc{}, done: make(chan exited, maxDone), wrote: make(chan struct{}, 1), hist: newHistory(),
+		lim: Limits{End: opt.End, KillWait: opt.KillWait}, learned: make(chan learnt, 1)}
 }
 
 // Run takes and runs tasks until the job is finished, nothing is left to
@@ -144,6 +173,12 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	log.Info("agent starting", "job", a.job.Entry.Anchor, "entry", a.job.ID, "pilot", a.opt.Pilot, "node", a.opt.Node,
 		"cpus", a.opt.Capacity.CPUs, "mem_mb", a.opt.Capacity.MemMB, "task_cpus", a.demand.CPUs,
 		"task_mem_mb", a.demand.MemMB, "end", a.opt.End, "shadow", a.opt.Shadow)
+	if a.opt.Learn != nil {
+		go func() {
+			l, err := a.opt.Learn(ctx)
+			a.learned <- learnt{l, err}
+		}()
+	}
 
 	tick := time.NewTicker(a.opt.Poll)
 	defer tick.Stop()
@@ -214,8 +249,24 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			a.awaitTerm(e)
 			a.finish(e)
 		case <-a.wrote:
+		case l := <-a.learned:
+			a.learn(l)
 		}
 	}
+}
+
+// learn takes in what Slurm said about the allocation.
+func (a *Agent) learn(l learnt) {
+	if l.err != nil {
+		a.opt.Log.Warn("reading the allocation's end and KillWait; every task is started", "err", l.err)
+	}
+	if !l.lim.End.IsZero() {
+		a.lim.End = l.lim.End
+	}
+	if l.lim.KillWait > 0 {
+		a.lim.KillWait = l.lim.KillWait
+	}
+	a.opt.Log.Info("allocation", "end", a.lim.End, "kill_wait", a.lim.KillWait)
 }
 
 // end waits for the results being written and returns why.
@@ -233,7 +284,9 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 			return endNone, err
 		}
 		est := Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)
-		if !Fits(now, a.opt.End, a.opt.Grace, est) {
+		// A shadow element is the plain array element: its first task runs
+		// whatever its time limit (the task's own -t).
+		if !(a.opt.Shadow && a.taken == 0) && !Fits(now, a.lim.End, a.opt.Grace, est) {
 			return EndNoTime, nil
 		}
 		if t := a.throttle(); t > 0 {
@@ -313,8 +366,9 @@ func (a *Agent) finish(e exited) {
 	p := e.p
 	delete(a.running, p.task)
 	// scancel and Slurm's time limit signal the tasks too: one that ends
-	// while the agent is being stopped was stopped with it.
-	out, exit, sig := outcome(e.state, e.err, p.signaled || a.ctx.Err() != nil)
+	// while the agent is being stopped was stopped with it; not when the
+	// TERM went to the agent alone (a give-way, the time-limit warning).
+	out, exit, sig := outcome(e.state, e.err, p.signaled || a.ctx.Err() != nil && !a.agentAlone)
 	r := spool.Result{Task: p.task, Attempt: p.attempt, Start: p.start, End: e.end,
 		Outcome: out, Exit: exit, Signal: sig}
 	if e.state == nil && e.err != nil {
@@ -381,30 +435,98 @@ func (a *Agent) report(r spool.Result) {
 	}
 }
 
-// stopAll sends TERM to every task's process group, waits up to the
-// grace, KILLs what is left, and writes every result.
+// defaultKillWait is Slurm's default KillWait, assumed when it could not
+// be read.
+const defaultKillWait = 30 * time.Second
+
+// maxReserve is what the agent keeps of Slurm's KillWait, after it KILLs
+// its tasks, to reap them and write their results before Slurm KILLs it.
+const maxReserve = 2 * time.Second
+
+// signalEarly: Slurm's --signal=B:TERM@grace warning comes up to 60 s
+// before end - grace ("due to the resolution of event handling"; on the
+// loopback 22.05 a pilot's came 23 s early). A TERM within this (and a
+// little slack) of end - grace is that warning.
+const (
+	signalEarly    = 60 * time.Second
+	timeLimitSlack = 5 * time.Second
+)
+
+// stopGrace says how the agent stops its tasks for why: hold is how long
+// it lets them run on before it sends TERM, grace how long they get after
+// TERM before KILL, reserve what it keeps after KILL to reap them and
+// write the results; cause names the case (for the log):
+//
+//   - give-way: glean recorded this pilot as signalled (TERM to the agent
+//     alone) and scancels it only after the grace: the whole grace.
+//   - time-limit: Slurm's warning, the grace before the end but up to 60 s
+//     early; Slurm TERMs everything at the end and KILLs KillWait later:
+//     the tasks run on until end - grace (a task that ends by then is not
+//     cut short: the agent started it because it would), then get the
+//     grace, done a reserve before that KILL.
+//   - scancel (someone cancelled the pilot, or the job ended: Slurm TERMs
+//     everything now and KILLs after KillWait): the grace, at most KillWait
+//     less the reserve.
+func (a *Agent) stopGrace(why string, now time.Time) (hold, grace, reserve time.Duration, cause string) {
+	kw := a.lim.KillWait
+	if kw <= 0 {
+		kw = defaultKillWait
+	}
+	reserve = min(maxReserve, kw/2)
+	grace = a.opt.Grace
+	end := a.lim.End
+	switch {
+	case why == EndSignaled && a.opt.GaveWay != nil && a.opt.GaveWay():
+		return 0, grace, reserve, "give-way"
+	case why == EndSignaled && !end.IsZero() && !now.Before(end.Add(-grace-signalEarly-timeLimitSlack)):
+		hold = max(0, end.Add(-grace).Sub(now))
+		return hold, max(0, min(grace, end.Add(kw-reserve).Sub(now.Add(hold)))), reserve, "time-limit"
+	}
+	return 0, min(grace, kw-reserve), reserve, "scancel"
+}
+
+// stopAll stops every running task (stopGrace: after the hold, TERM to
+// its process group, the grace, KILL) and writes every result.
 func (a *Agent) stopAll(why string) string {
 	log := a.opt.Log
+	hold, grace, reserve, cause := a.stopGrace(why, a.opt.Now())
+	a.agentAlone = cause != "scancel"
 	if len(a.running) > 0 {
-		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "grace", a.opt.Grace)
+		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "term_in", hold, "grace", grace,
+			"as", cause, "kill_wait", a.lim.KillWait)
+	}
+	if hold > 0 && len(a.running) > 0 {
+		// Slurm's time-limit warning came early: tasks that end by end -
+		// grace end by themselves.
+		wait := time.NewTimer(hold)
+	holding:
+		for len(a.running) > 0 {
+			select {
+			case e := <-a.done:
+				a.finish(e)
+			case <-wait.C:
+				break holding
+			}
+		}
+		wait.Stop()
 	}
 	for _, p := range a.running {
 		p.signaled = true
 		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
 	}
-	grace := time.NewTimer(a.opt.Grace)
-	defer grace.Stop()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
 	var reap <-chan time.Time
 	for len(a.running) > 0 {
 		select {
 		case e := <-a.done:
 			a.finish(e)
-		case <-grace.C:
+		case <-timer.C:
 			for _, p := range a.running {
 				log.Warn("task did not end within the grace: SIGKILL", "task", p.task, "pid", p.pid)
 				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 			}
-			reap = time.After(a.opt.Reap)
+			reap = time.After(min(a.opt.Reap, reserve))
 		case <-reap:
 			for _, p := range a.running {
 				log.Error("task not reaped after SIGKILL; handing it back", "task", p.task, "pid", p.pid)
@@ -415,6 +537,14 @@ func (a *Agent) stopAll(why string) string {
 		}
 	}
 	return a.end(why)
+}
+
+// GaveWay reports whether rec records pilot as one glean gave way with
+// by signalling its agent alone (Options.GaveWay).
+func GaveWay(rec *spool.Record, pilot string) bool {
+	return pilot != "" && slices.ContainsFunc(rec.PilotJobs, func(p spool.PilotJob) bool {
+		return p.ID == pilot && !p.Signalled.IsZero()
+	})
 }
 
 func newAttempt() string {

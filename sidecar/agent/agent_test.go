@@ -96,6 +96,116 @@ while :; do sleep 0.05; done
 	}
 }
 
+// How long tasks get after TERM depends on who sent it: glean giving way
+// (recorded before it signals the agent alone) leaves the whole grace;
+// Slurm's time-limit warning, which may come up to 60 s early, lets the
+// tasks run on until end - grace and then gives the grace, done before the
+// end's KILL; any other scancel KillWait less a reserve.
+func TestStopGrace(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		name        string
+		why         string
+		gaveWay     bool
+		end         time.Time
+		killWait    time.Duration
+		hold, grace time.Duration
+		cause       string
+	}{
+		{"give-way: the whole grace, KillWait shorter", EndSignaled, true, time.Time{}, 5 * time.Second, 0, 10 * time.Second, "give-way"},
+		{"time-limit warning on time: the grace", EndSignaled, false, t0.Add(10 * time.Second), 5 * time.Second, 0, 10 * time.Second, "time-limit"},
+		{"time-limit warning 33 s early: TERM at end - grace", EndSignaled, false, t0.Add(43 * time.Second), 5 * time.Second, 33 * time.Second, 10 * time.Second, "time-limit"},
+		{"time-limit, warned late: until the end's KILL less the reserve", EndSignaled, false, t0.Add(2 * time.Second), 5 * time.Second, 0, 5 * time.Second, "time-limit"},
+		{"scancel: KillWait less the reserve", EndSignaled, false, t0.Add(time.Hour), 5 * time.Second, 0, 3 * time.Second, "scancel"},
+		{"scancel, KillWait unknown: Slurm's default 30 s", EndSignaled, false, time.Time{}, 0, 0, 10 * time.Second, "scancel"},
+		{"stopped by the daemon", EndStopped, true, time.Time{}, 5 * time.Second, 0, 3 * time.Second, "scancel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{opt: Options{Grace: 10 * time.Second, GaveWay: func() bool { return tc.gaveWay }},
+				lim: Limits{End: tc.end, KillWait: tc.killWait}}
+			hold, grace, _, cause := a.stopGrace(tc.why, t0)
+			if hold != tc.hold || grace != tc.grace || cause != tc.cause {
+				t.Errorf("stopGrace = hold %v grace %v %s, want %v %v %s", hold, grace, cause, tc.hold, tc.grace, tc.cause)
+			}
+		})
+	}
+}
+
+// Slurm's time-limit warning may come up to 60 s early: a task that ends
+// before end - grace completes (it is not TERMed, and not taken for
+// stopped), one that would run past it gets TERM then.
+func TestEarlyTimeLimitWarning(t *testing.T) {
+	ready := t.TempDir()
+	script := `#!/bin/sh
+touch "$READY/$SLURM_ARRAY_TASK_ID"
+if [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then sleep 0.5; exit 0; fi
+trap 'exit 99' TERM
+while :; do sleep 0.05; done
+`
+	f := newFixture(t, 2, script, []string{"READY=" + ready}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	end := time.Now().Add(4 * time.Second)
+	wait := runAgent(t, ctx, f.agent("18", 2, func(o *Options) {
+		o.Grace, o.End, o.KillWait = time.Second, end, 5*time.Second
+	}))
+	waitFor(t, "both tasks started", func() bool {
+		_, e0 := os.Stat(filepath.Join(ready, "0"))
+		_, e1 := os.Stat(filepath.Join(ready, "1"))
+		return e0 == nil && e1 == nil
+	})
+	cancel() // the warning, 3 s before end - grace
+	if why := wait(); why != EndSignaled {
+		t.Errorf("ended %q", why)
+	}
+	got := map[int]spool.Result{}
+	for _, r := range f.results() {
+		got[r.Task] = r
+	}
+	if r := got[0]; r.Outcome != spool.OutcomeExited || r.Exit != 0 {
+		t.Errorf("task 0: %+v, want completed (it ended before end - grace)", r)
+	}
+	if r := got[1]; r.Outcome != spool.OutcomeCheckpointed || r.End.Before(end.Add(-time.Second-100*time.Millisecond)) {
+		t.Errorf("task 1: %+v, want checkpointed, TERMed at end - grace (%v)", r, end.Add(-time.Second))
+	}
+}
+
+// A task that saves for 1.5 s after TERM is checkpointed when glean gave
+// way (grace 3 s), and KILLed half a second in when the pilot was
+// scancelled (KillWait 1 s less the reserve).
+func TestGiveWayGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gaveWay bool
+		outcome string
+	}{
+		{"give-way", true, spool.OutcomeCheckpointed},
+		{"scancel", false, spool.OutcomeHandedBack},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready := t.TempDir()
+			script := `#!/bin/sh
+trap 'sleep 1.5; exit 99' TERM
+touch "$READY/0"
+while :; do sleep 0.05; done
+`
+			f := newFixture(t, 1, script, []string{"READY=" + ready}, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			wait := runAgent(t, ctx, f.agent("17", 1, func(o *Options) {
+				o.Grace, o.KillWait = 3*time.Second, time.Second
+				o.GaveWay = func() bool { return tc.gaveWay }
+			}))
+			waitFor(t, "the task ready", func() bool { _, err := os.Stat(filepath.Join(ready, "0")); return err == nil })
+			cancel()
+			if why := wait(); why != EndSignaled {
+				t.Errorf("ended %q", why)
+			}
+			if res := f.results(); len(res) != 1 || res[0].Outcome != tc.outcome {
+				t.Errorf("results %+v, want %s", res, tc.outcome)
+			}
+		})
+	}
+}
+
 // The daemon's stop makes the agent TERM its tasks and hand them back; a
 // task killed by a signal the agent did not send is "signaled"; a failing
 // task is "exited" with its code.
@@ -221,6 +331,55 @@ func TestNoTimeLeft(t *testing.T) {
 	}
 }
 
+// The allocation's end (a squeue on 22.05) is read in the background: the
+// first task starts before it is known; once known, a task that would not
+// fit is not started.
+func TestLearnInBackground(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+touch "$DIR/started.$SLURM_ARRAY_TASK_ID"
+while [ ! -e "$DIR/go" ]; do sleep 0.01; done
+`
+	f := newFixture(t, 3, script, []string{"DIR=" + dir}, func(e *spool.Entry) { e.Resources.TimeLimit = 10 })
+	release := make(chan struct{})
+	wait := runAgent(t, context.Background(), f.agent("15", 1, func(o *Options) {
+		o.Learn = func(ctx context.Context) (Limits, error) {
+			<-release // Slurm is slow to answer
+			return Limits{End: time.Now().Add(time.Minute), KillWait: 5 * time.Second}, nil
+		}
+	}))
+	waitFor(t, "task 0 started while the end is being read", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started.0"))
+		return err == nil
+	})
+	close(release)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := wait(); why != EndNoTime {
+		t.Errorf("ended %q, want %q (a 10-minute task does not fit in the minute left)", why, EndNoTime)
+	}
+	if res := f.results(); len(res) != 1 || res[0].Task != 0 || res[0].Outcome != spool.OutcomeExited {
+		t.Errorf("results %+v, want task 0 only", res)
+	}
+}
+
+// A shadow element is the plain array element: its first task runs even
+// though its time limit is the task's own -t (so it never "fits" with the
+// grace to spare); a second one does not start.
+func TestShadowRunsItsFirstTask(t *testing.T) {
+	f := newFixture(t, 2, "#!/bin/sh\nexit 0\n", nil, func(e *spool.Entry) { e.Resources.TimeLimit = 10 })
+	why := runAgent(t, context.Background(), f.agent("16", 1, func(o *Options) {
+		o.Shadow, o.End = true, time.Now().Add(10*time.Minute)
+	}))()
+	if why != EndNoTime {
+		t.Errorf("ended %q, want %q", why, EndNoTime)
+	}
+	if res := f.results(); len(res) != 1 || res[0].Outcome != spool.OutcomeExited {
+		t.Errorf("results %+v, want one completed task", res)
+	}
+}
+
 // Tasks of 2 CPUs on 4 CPUs run two at a time, never three.
 func TestPackingRunsTwoAtATime(t *testing.T) {
 	script := `#!/bin/sh
@@ -336,6 +495,32 @@ func TestTaskEnvList(t *testing.T) {
 		if strings.HasPrefix(kv, "SLURM_ARRAY_") {
 			t.Errorf("%s set for a job without an array", kv)
 		}
+	}
+}
+
+// SLURM_EXPORT_ENV in a task is what plain Slurm gives the batch script
+// (measured on 22.05), never the pilot's NONE: absent for --export=ALL (an
+// srun in the task passes the user's environment on), the submission's
+// value otherwise, the submitting shell's own variable if it had one.
+func TestTaskEnvExportForSrun(t *testing.T) {
+	pilot := []string{"SLURM_JOB_ID=77", "SLURM_EXPORT_ENV=NONE"}
+	for _, tc := range []struct {
+		name, export string
+		captured     []string
+		want         string // "" = absent
+	}{
+		{"default ALL", "ALL", nil, ""},
+		{"NONE", "NONE", nil, "NONE"},
+		{"a list", "ALL,FOO=bar", nil, "ALL,FOO=bar"},
+		{"the submitting shell's", "NONE", []string{"SLURM_EXPORT_ENV=ALL"}, "ALL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &Job{Entry: &spool.Entry{Anchor: "1", Name: "n", Cwd: "/w", Export: tc.export}, Env: tc.captured}
+			got, ok := lookupEnv(TaskEnv(j, pilot, TaskVars{Task: 0, Attempt: 1}), "SLURM_EXPORT_ENV")
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("SLURM_EXPORT_ENV = %q (set %v), want %q", got, ok, tc.want)
+			}
+		})
 	}
 }
 

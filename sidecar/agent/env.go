@@ -42,6 +42,17 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	e.del(func(k string) bool {
 		return strings.HasPrefix(k, "SLURM_SPANK_") || strings.HasPrefix(k, "_SLURM_SPANK_")
 	})
+	// The pilot runs with --export=NONE, which Slurm leaves in
+	// SLURM_EXPORT_ENV: an srun inside the task would start its step
+	// without the user's environment. A plain job has it only as the
+	// submission gave it: --export other than ALL, or the variable itself
+	// in the submitting shell (measured on 22.05).
+	e.del(func(k string) bool { return k == "SLURM_EXPORT_ENV" })
+	if v, ok := lookupEnv(j.Env, "SLURM_EXPORT_ENV"); ok {
+		e.set("SLURM_EXPORT_ENV", v)
+	} else if x := j.Entry.Export; x != "" && x != "ALL" {
+		e.set("SLURM_EXPORT_ENV", x)
+	}
 	e.set("ENVIRONMENT", "BATCH")
 	e.set("SLURM_JOB_NAME", j.Entry.Name)
 	e.set("SLURM_SUBMIT_DIR", j.Entry.Cwd)
@@ -79,6 +90,16 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 		e.set("GLEAN_BATCH", strconv.Itoa(it.Batch))
 	}
 	return e.list()
+}
+
+// lookupEnv finds k in a KEY=VALUE list.
+func lookupEnv(env []string, k string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, k+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // exportFilter says which captured variables --export lets through.

@@ -149,6 +149,31 @@ func AllocationEnd(ctx context.Context, getenv func(string) string, r Runner) (t
 	return time.Time{}, errors.New("the allocation's end: squeue printed " + strconv.Quote(s))
 }
 
+// Learn returns an Options.Learn that reads the allocation's end
+// (AllocationEnd) and, unless killWait is known (> 0), Slurm's KillWait
+// with readKillWait (`scontrol show config`), concurrently.
+func Learn(getenv func(string) string, r Runner, killWait time.Duration,
+	readKillWait func(context.Context) (time.Duration, error)) func(context.Context) (Limits, error) {
+	return func(ctx context.Context) (Limits, error) {
+		l := Limits{KillWait: killWait}
+		var kerr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if l.KillWait <= 0 && readKillWait != nil {
+				l.KillWait, kerr = readKillWait(ctx)
+			}
+		}()
+		end, err := AllocationEnd(ctx, getenv, r)
+		<-done
+		l.End = end
+		if kerr != nil {
+			kerr = fmt.Errorf("KillWait: %w", kerr)
+		}
+		return l, errors.Join(err, kerr)
+	}
+}
+
 func epoch(s string) (time.Time, bool) {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil || n <= 0 {

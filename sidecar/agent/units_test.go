@@ -167,6 +167,37 @@ func TestAllocationEnd(t *testing.T) {
 	}
 }
 
+// Learn reads the end and KillWait; a KillWait given is not asked for.
+func TestLearn(t *testing.T) {
+	env := func(k string) string { return map[string]string{"SLURM_JOB_ID": "5"}[k] }
+	asked := 0
+	read := func(err error) func(context.Context) (time.Duration, error) {
+		return func(context.Context) (time.Duration, error) { asked++; return 5 * time.Second, err }
+	}
+	for _, tc := range []struct {
+		name     string
+		killWait time.Duration
+		runErr   error
+		readErr  error
+		want     Limits
+		asked    int
+		err      bool
+	}{
+		{"both from Slurm", 0, nil, nil, Limits{End: time.Unix(1700000123, 0), KillWait: 5 * time.Second}, 1, false},
+		{"KillWait given", 9 * time.Second, nil, nil, Limits{End: time.Unix(1700000123, 0), KillWait: 9 * time.Second}, 0, false},
+		{"squeue fails", 0, errors.New("boom"), nil, Limits{KillWait: 5 * time.Second}, 1, true},
+		{"scontrol fails", 0, nil, errors.New("boom"), Limits{End: time.Unix(1700000123, 0), KillWait: 5 * time.Second}, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = 0
+			got, err := Learn(env, &fakeRunner{out: "1700000123\n", err: tc.runErr}, tc.killWait, read(tc.readErr))(context.Background())
+			if got != tc.want || asked != tc.asked || (err != nil) != tc.err {
+				t.Errorf("got %+v, %v (asked %d)", got, err, asked)
+			}
+		})
+	}
+}
+
 func TestParseJobArg(t *testing.T) {
 	uid, id, err := ParseJobArg("1000.0190abcdef01-abcd1234")
 	if err != nil || uid != 1000 || id != "0190abcdef01-abcd1234" {

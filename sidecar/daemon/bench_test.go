@@ -37,14 +37,22 @@ var (
 	_ Snapshotter = (*benchCluster)(nil)
 )
 
-func (c *benchCluster) SubmitPilot(_ context.Context, _ string, _ int, node, _ string) (string, error) {
+func (c *benchCluster) SubmitPilots(_ context.Context, _ string, intents []spool.PilotJob) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.next++
-	id := strconv.Itoa(100000 + c.next)
-	c.pilots[id] = node
-	return id, nil
+	ids := make([]string, len(intents))
+	for i, p := range intents {
+		c.next++
+		ids[i] = strconv.Itoa(100000 + c.next)
+		c.pilots[ids[i]] = p.Node
+	}
+	return ids, nil
 }
+
+func (c *benchCluster) SignalPilot(ctx context.Context, r, id string) error {
+	return c.CancelPilot(ctx, r, id)
+}
+func (c *benchCluster) CancelPendingPilot(context.Context, string, string) error { return nil }
 
 func (c *benchCluster) CancelPilot(_ context.Context, _, id string) error {
 	c.mu.Lock()

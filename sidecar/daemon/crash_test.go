@@ -13,7 +13,8 @@ import (
 // (a kill that panics here), a new daemon starts from the same records,
 // and after its rounds the job is where it would have been without the
 // crash: taken in (held, queued, "accepted" journaled once), refused (its
-// verified jobs cancelled, "rejected" journaled once), or cancelled by
+// verified anchor released to write the reason into -o, its shadow array
+// cancelled, "rejected" journaled once), or cancelled by
 // the user (shadow array cancelled, "cancelled" journaled once). The
 // loopback walk of every point is tests/recovery TestFailpoints.
 func TestIntakeCrashRecovery(t *testing.T) {
@@ -26,21 +27,21 @@ func TestIntakeCrashRecovery(t *testing.T) {
 		scancel bool   // the user scancels the anchor after the intake
 		state   string // where the job ends up
 		event   string // the job event journaled exactly once
-		cancels bool   // its anchor cancelled
+		anchor  string // its anchor: held, released or cancelled
 	}{
-		{"intake/accepting-recorded", nil, false, false, spool.StateQueued, "accepted", false},
-		{"intake/anchor-held", fair, true, false, spool.StateQueued, "accepted", false},
-		{"intake/held", nil, false, false, spool.StateQueued, "accepted", false},
-		{"intake/script-copied", nil, false, false, spool.StateQueued, "accepted", false},
-		{"intake/queued-recorded", nil, false, false, spool.StateQueued, "accepted", false},
-		{"atomic/written", nil, false, false, spool.StateQueued, "accepted", false},
-		{"atomic/renamed", nil, false, false, spool.StateQueued, "accepted", false},
-		{"journal/half-line", nil, false, false, spool.StateQueued, "accepted", false},
-		{"reject/recorded", impossible, false, false, spool.StateRejected, "rejected", true},
-		{"reject/journaled", impossible, false, false, spool.StateRejected, "rejected", true},
-		{"reject/cancelled", impossible, false, false, spool.StateRejected, "rejected", true},
-		{"follow/shadow-cancelled", fair, true, true, spool.StateCancelled, "cancelled", true},
-		{"follow/recorded", fair, true, true, spool.StateCancelled, "cancelled", true},
+		{"intake/accepting-recorded", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"intake/anchor-held", fair, true, false, spool.StateQueued, "accepted", "held"},
+		{"intake/held", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"intake/script-copied", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"intake/queued-recorded", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"atomic/written", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"atomic/renamed", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"journal/half-line", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"reject/recorded", impossible, false, false, spool.StateRejected, "rejected", "released"},
+		{"reject/journaled", impossible, false, false, spool.StateRejected, "rejected", "released"},
+		{"reject/cancelled", impossible, false, false, spool.StateRejected, "rejected", "released"},
+		{"follow/shadow-cancelled", fair, true, true, spool.StateCancelled, "cancelled", "cancelled"},
+		{"follow/recorded", fair, true, true, spool.StateCancelled, "cancelled", "cancelled"},
 	} {
 		t.Run(strings.ReplaceAll(tc.point, "/", "-"), func(t *testing.T) {
 			fx := newFixture(t)
@@ -85,7 +86,7 @@ func TestIntakeCrashRecovery(t *testing.T) {
 			}
 			name := spool.RecordName(fx.uid, e.ID)
 			r := in2.Get(name)
-			if r == nil || r.State != tc.state || len(r.Cancel) != 0 || r.Pending != nil {
+			if r == nil || r.State != tc.state || len(r.Cancel) != 0 || len(r.Release) != 0 || r.Pending != nil {
 				t.Fatalf("after the restart: %+v, want %s with nothing left to do", r, tc.state)
 			}
 			evs, err := rs.ReadJournal(name)
@@ -103,8 +104,16 @@ func TestIntakeCrashRecovery(t *testing.T) {
 			}
 			fx.slurm.mu.Lock()
 			defer fx.slurm.mu.Unlock()
-			if a := fx.slurm.jobs[e.Anchor]; (a.State == "CANCELLED") != tc.cancels || !tc.cancels && a.Reason != "JobHeldAdmin" {
-				t.Errorf("anchor %+v: cancelled %v, want %v (held if not)", a, a.State == "CANCELLED", tc.cancels)
+			a := fx.slurm.jobs[e.Anchor]
+			got := "released"
+			switch {
+			case a.State == "CANCELLED":
+				got = "cancelled"
+			case a.State == "PENDING" && strings.HasPrefix(a.Reason, "JobHeld"):
+				got = "held"
+			}
+			if got != tc.anchor {
+				t.Errorf("anchor %+v: %s, want %s", a, got, tc.anchor)
 			}
 			if tc.shadow {
 				if s := fx.slurm.jobs[e.Shadow]; tc.scancel && s.State != "CANCELLED" || !tc.scancel && s.Reason != "JobHeldAdmin" {

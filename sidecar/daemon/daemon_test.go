@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -157,6 +159,16 @@ func (f *fakeSlurm) Cancel(_ context.Context, id string) error {
 	return nil
 }
 
+func (f *fakeSlurm) Release(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "release "+id)
+	j := f.jobs[id]
+	j.Reason = "None"
+	f.jobs[id] = j
+	return nil
+}
+
 func (f *fakeSlurm) Largest(context.Context, string) (int, int64, error) { return 4, 1000, nil }
 
 type fixture struct {
@@ -292,11 +304,13 @@ func TestIntakeAccepts(t *testing.T) {
 
 func TestIntakeRejects(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		tasks      int
-		mutate     func(e *spool.Entry, a *QJob)
-		reason     string
-		cancelsJob bool
+		name   string
+		tasks  int
+		mutate func(e *spool.Entry, a *QJob)
+		reason string
+		// releases: the anchor is verified as the entry's, so it is
+		// released to write the reason into the user's -o file.
+		releases bool
 	}{
 		{"anchor not the user's", 1, func(e *spool.Entry, a *QJob) { a.User = "mallory" }, "is not yours", false},
 		{"anchor without the nonce", 1, func(e *spool.Entry, a *QJob) { a.Comment = "glean:" + e.ID + ":0000" }, "does not carry this entry's id and nonce", false},
@@ -316,9 +330,9 @@ func TestIntakeRejects(t *testing.T) {
 			if r == nil || r.State != spool.StateRejected || !strings.Contains(r.Reason, tc.reason) {
 				t.Fatalf("record %+v, want rejected with %q", r, tc.reason)
 			}
-			cancelled := strings.Contains(strings.Join(fx.slurm.calls, ","), "cancel "+e.Anchor)
-			if cancelled != tc.cancelsJob {
-				t.Errorf("anchor cancelled: %v, want %v (actions %v): glean acts on a job only once it is verified", cancelled, tc.cancelsJob, fx.slurm.calls)
+			released := slices.Contains(fx.slurm.calls, "release "+e.Anchor)
+			if released != tc.releases || slices.Contains(fx.slurm.calls, "cancel "+e.Anchor) {
+				t.Errorf("actions %v: want the anchor released %v, never cancelled: glean acts on a job only once it is verified", fx.slurm.calls, tc.releases)
 			}
 			for _, c := range fx.slurm.calls {
 				if strings.HasPrefix(c, "hold") {
@@ -446,6 +460,36 @@ func TestLoopWatches(t *testing.T) {
 	<-done
 }
 
+// Spool events (a user writing into incoming/ without a pause) start a
+// round at most once per MinGap: triggers every millisecond for 400 ms
+// with a 50 ms gap make at most 9 rounds, not hundreds.
+func TestLoopSpacesTriggeredRounds(t *testing.T) {
+	fx := newFixture(t)
+	var rounds atomic.Int32
+	first := make(chan struct{})
+	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: time.Hour, MinGap: 50 * time.Millisecond, Log: fx.in.log,
+		OnRound: func(Stats, error) {
+			if rounds.Add(1) == 1 {
+				close(first)
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx) }()
+	<-first // the round at start
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); <-pace.C {
+		l.Trigger()
+	}
+	n := rounds.Load() - 1
+	cancel()
+	<-done
+	if n < 1 || n > 400/50+1 {
+		t.Errorf("%d rounds for a trigger every millisecond for 400 ms with a 50 ms gap; want 1 to 9", n)
+	}
+}
+
 // recordedFirst is Privileged that, like the root helper, acts only on a
 // job some record on disk names (with the entry's nonce), and can fail
 // holds.
@@ -472,6 +516,13 @@ func (p *recordedFirst) Hold(ctx context.Context, id string) error {
 		return fmt.Errorf("refused: hold %s", id)
 	}
 	return p.fakeSlurm.Hold(ctx, id)
+}
+
+func (p *recordedFirst) Release(ctx context.Context, id string) error {
+	if !p.recorded(id) {
+		return fmt.Errorf("refused: release %s", id)
+	}
+	return p.fakeSlurm.Release(ctx, id)
 }
 
 func (p *recordedFirst) Cancel(ctx context.Context, id string) error {
@@ -511,13 +562,17 @@ func TestIntakeRecordsBeforeActing(t *testing.T) {
 	if r := in2.Get(spool.RecordName(fx.uid, e.ID)); r == nil || r.State != spool.StateQueued {
 		t.Fatalf("record %+v", r)
 	}
-	// A rejection that cancels the verified anchor records it first.
-	e2 := fx.submit(t, 1, func(e *spool.Entry, _ *QJob) { e.Resources.MemMB = 5000 })
+	// A rejection that releases the verified anchor (and cancels the
+	// shadow array) records it first.
+	e2 := fx.submit(t, 1, func(e *spool.Entry, _ *QJob) {
+		e.Resources.MemMB = 5000
+		e.Mode, e.Shadow = "fair", strconv.Itoa(nextJob+1)
+	})
 	if st, _ := in2.Round(context.Background(), fx.now); st.Rejected != 1 {
 		t.Fatalf("round: %+v", st)
 	}
-	if j := fx.slurm.jobs[e2.Anchor]; j.State != "CANCELLED" {
-		t.Errorf("the rejected job's anchor %s is %s", e2.Anchor, j.State)
+	if !slices.Contains(fx.slurm.calls, "release "+e2.Anchor) || fx.slurm.jobs[e2.Shadow].State != "CANCELLED" {
+		t.Errorf("the rejected job: actions %v; want its anchor released and its shadow array %s cancelled", fx.slurm.calls, e2.Shadow)
 	}
 	// The anchor is cancelled: the follow-up cancels the shadow array.
 	fx.slurm.Cancel(context.Background(), e.Anchor)

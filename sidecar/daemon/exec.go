@@ -30,9 +30,14 @@ import (
 // Actor is every privileged action of the execution path (the helper's
 // client in gleand).
 type Actor interface {
-	SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (string, error)
-	CancelPilot(ctx context.Context, record, id string) error
-	CancelPending(ctx context.Context, id string) error
+	// SubmitPilots submits pilots the record holds as intents (by their
+	// tokens; each with its node and time limit) and returns their ids in
+	// order, "" for one that was not submitted (the error says why).
+	SubmitPilots(ctx context.Context, record string, intents []spool.PilotJob) ([]string, error)
+	CancelPilot(ctx context.Context, record, id string) error        // scancel: TERM to all, KILL after KillWait
+	SignalPilot(ctx context.Context, record, id string) error        // TERM to the pilot's agent alone (give way)
+	CancelPendingPilot(ctx context.Context, record, id string) error // only if still pending
+	CancelPending(ctx context.Context, id string) error              // a shadow array's pending elements
 	Release(ctx context.Context, id string) error
 }
 
@@ -52,6 +57,7 @@ type ExecOptions struct {
 	HeartbeatTimeout time.Duration // a lease not refreshed this long is taken back
 	PilotPartition   string        // where the helper submits pilots (adopting a pilot checks it)
 	Fail             *failpoint.Set
+	Clock            func() time.Time // when a pilot's sbatch returned; nil: time.Now
 }
 
 // Executor runs the execution slice of each round.
@@ -106,12 +112,18 @@ func (g *stallGuard) call(f func() error) error {
 	return err
 }
 
-func (g *stallGuard) SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (id string, err error) {
-	err = g.call(func() (e error) { id, e = g.Actor.SubmitPilot(ctx, record, minutes, node, token); return e })
-	return id, err
+func (g *stallGuard) SubmitPilots(ctx context.Context, record string, intents []spool.PilotJob) (ids []string, err error) {
+	err = g.call(func() (e error) { ids, e = g.Actor.SubmitPilots(ctx, record, intents); return e })
+	return ids, err
 }
 func (g *stallGuard) CancelPilot(ctx context.Context, record, id string) error {
 	return g.call(func() error { return g.Actor.CancelPilot(ctx, record, id) })
+}
+func (g *stallGuard) SignalPilot(ctx context.Context, record, id string) error {
+	return g.call(func() error { return g.Actor.SignalPilot(ctx, record, id) })
+}
+func (g *stallGuard) CancelPendingPilot(ctx context.Context, record, id string) error {
+	return g.call(func() error { return g.Actor.CancelPendingPilot(ctx, record, id) })
 }
 func (g *stallGuard) CancelPending(ctx context.Context, id string) error {
 	return g.call(func() error { return g.Actor.CancelPending(ctx, id) })
@@ -183,9 +195,19 @@ func (b *book) taskTime(e *spool.Entry) time.Duration {
 // its agent to start (whole seconds of squeue's end time included).
 const agentSlack = 30 * time.Second
 
-// Round runs one execution round at now.
+// Round runs one execution round at now, with a snapshot of its own.
 func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) {
+	return x.Observe(ctx, NewObservation(now, x.snap))
+}
+
+// Snapshotter is what the executor observes the cluster with.
+func (x *Executor) Snapshotter() Snapshotter { return x.snap }
+
+// Observe runs one execution round on the round's observation (taken only
+// if some job is active or has an end to finish).
+func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, error) {
 	var st ExecStats
+	now := obs.Now
 	names := make([]string, 0, len(x.in.known))
 	for n, r := range x.in.known {
 		if r.Active() || x.needsEnd(r) {
@@ -198,7 +220,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	sort.Strings(names)
 	x.act = &stallGuard{Actor: x.base, slow: slowCall}
 	x.readEnded(now)
-	snap := x.snap.Snapshot(ctx, now)
+	snap := obs.Snapshot(ctx)
 	st.SlurmDown = !snap.Complete
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
@@ -212,6 +234,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 	allBusy := map[string]time.Time{} // a moved pilot runs its old job's last task
 	for _, n := range names {
 		r := x.in.known[n]
+		x.escalate(ctx, now, r, jobs)
 		if x.needsEnd(r) {
 			if r.State == spool.StateCancelled {
 				// The attempts its agents stopped are committed as cancelled.
@@ -242,7 +265,10 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 				changed[n] = true
 			}
 		}
-		c, l, running, busy := x.work(now, r, b, snap, jobs)
+		c, l, running, busy, ok := x.work(now, r, b, snap, jobs)
+		if !ok {
+			continue // its journal could not be written or read: next round
+		}
 		for p, end := range busy {
 			allBusy[p] = end
 		}
@@ -320,6 +346,7 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		x.misses = pst.NextMisses(acts)
 	}
 	st.Actions = acts
+	var submits []policy.Action
 	for _, a := range acts {
 		r := x.in.known[a.Job]
 		if r == nil {
@@ -327,54 +354,55 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 		}
 		switch a.Kind {
 		case policy.SubmitPilot:
-			minutes := 0
-			if a.TimeLimit != cluster.Unlimited {
-				minutes = int((a.TimeLimit + time.Minute - 1) / time.Minute)
-			}
-			// Recorded (with its token) before the sbatch, and with its id
-			// right after: a crash in between leaves a token to adopt.
-			token := spool.NewNonce()
-			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{Token: token, Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
-			if err := x.records.Put(r); err != nil {
-				x.log.Error("recording a pilot before its submission", "job", a.Job, "err", err)
-				r.PilotJobs = r.PilotJobs[:len(r.PilotJobs)-1]
-				continue
-			}
-			x.opt.Fail.Hit("pilot/intent-recorded")
-			id, err := x.act.SubmitPilot(ctx, a.Job, minutes, a.Node, token)
-			if err != nil {
-				x.log.Warn("submitting a pilot", "job", a.Job, "err", err)
-				r.PilotJobs = r.PilotJobs[:len(r.PilotJobs)-1]
-				changed[a.Job] = true
-				continue
-			}
-			x.opt.Fail.Hit("pilot/submitted")
-			r.PilotJobs[len(r.PilotJobs)-1].ID = id
-			r.Pilots++
-			if err := x.records.Put(r); err != nil {
-				x.log.Error("recording a pilot", "job", a.Job, "pilot", id, "err", err)
-			}
-			st.Submitted++
-			x.log.Info("pilot submitted", "job", a.Job, "pilot", id, "node", a.Node, "minutes", minutes)
+			submits = append(submits, a) // all at once, below
 		case policy.CancelPilot:
 			p := pilotOf(r, a.Pilot)
 			if p == nil {
 				continue
 			}
+			if a.Cause == policy.CauseTimeout {
+				// Pending longer than its timeout: cancelled only if it is
+				// still pending, so that one Slurm started meanwhile goes
+				// on. A pending pilot ends no attempt: nothing to record.
+				if err := x.act.CancelPendingPilot(ctx, a.Job, a.Pilot); err != nil {
+					x.log.Warn("cancelling a pending pilot", "pilot", a.Pilot, "err", err)
+					continue
+				}
+				st.Cancelled++
+				x.log.Info("pending pilot cancelled", "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "why", a.Reason)
+				continue
+			}
+			if p.Cancelled {
+				continue // leaving already (the policy sees it as retiring)
+			}
 			// Recorded before the cancel, so that the attempts it ends are
-			// committed as give-way, not as failures.
+			// committed as give-way, not as failures. A running pilot is
+			// signalled: TERM to its agent alone, which gives its tasks the
+			// whole grace, hands them back and exits, so that the pilot
+			// ends (escalate scancels it if it is still there after the
+			// grace); a pending one is simply cancelled.
+			running := jobs[a.Pilot] != nil && jobs[a.Pilot].Holds()
 			p.Cancelled, p.Cause = true, a.Cause.String()
+			if running {
+				p.Signalled = now
+			}
 			if err := x.records.Put(r); err != nil {
 				x.log.Error("recording a cancel", "job", a.Job, "err", err)
 				continue
 			}
 			x.opt.Fail.Hit("cancel/recorded")
-			if err := x.act.CancelPilot(ctx, a.Job, a.Pilot); err != nil {
+			how, err := "signalled", error(nil)
+			if running {
+				err = x.act.SignalPilot(ctx, a.Job, a.Pilot)
+			} else {
+				how, err = "cancelled", x.act.CancelPilot(ctx, a.Job, a.Pilot)
+			}
+			if err != nil {
 				x.log.Warn("cancelling a pilot", "pilot", a.Pilot, "err", err)
 				continue
 			}
 			st.Cancelled++
-			x.log.Info("pilot cancelled", "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "claimant", a.Claimant)
+			x.log.Info("pilot "+how, "job", a.Job, "pilot", a.Pilot, "cause", a.Cause.String(), "claimant", a.Claimant)
 		case policy.RetirePilot:
 			p := pilotOf(r, a.Pilot)
 			if p == nil || p.Retiring {
@@ -400,12 +428,83 @@ func (x *Executor) Round(ctx context.Context, now time.Time) (ExecStats, error) 
 			}
 		}
 	}
+	st.Submitted += x.submitPilots(ctx, now, submits)
 	for n := range changed {
 		if err := x.records.Put(x.in.known[n]); err != nil {
 			x.log.Error("recording", "job", n, "err", err)
 		}
 	}
 	return st, nil
+}
+
+// pilotsPerRequest bounds the pilots of one helper request (the helper
+// takes up to privhelper.MaxPilotsPerRequest).
+const pilotsPerRequest = 32
+
+// submitPilots submits a round's new pilots, job by job: every intent of
+// the job is recorded with its token (one write), then the helper submits
+// them in one request (its sbatches run concurrently), then their ids are
+// recorded (one write). A crash between the two writes leaves tokens that
+// the next round adopts from squeue (the pilots' comments), or forgets. A
+// pilot's Submitted is when its sbatch returned, so that its pending
+// timeout runs from when Slurm took it. It returns how many it submitted.
+func (x *Executor) submitPilots(ctx context.Context, now time.Time, acts []policy.Action) int {
+	var order []string
+	byJob := map[string][]policy.Action{}
+	for _, a := range acts {
+		if byJob[a.Job] == nil {
+			order = append(order, a.Job)
+		}
+		byJob[a.Job] = append(byJob[a.Job], a)
+	}
+	submitted := 0
+	for _, name := range order {
+		r := x.in.known[name]
+		first := len(r.PilotJobs)
+		for _, a := range byJob[name] {
+			r.PilotJobs = append(r.PilotJobs, spool.PilotJob{Token: spool.NewNonce(), Node: a.Node, Submitted: now, TimeLimit: a.TimeLimit})
+		}
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording pilots before their submission", "job", name, "err", err)
+			r.PilotJobs = r.PilotJobs[:first]
+			continue
+		}
+		x.opt.Fail.Hit("pilot/intent-recorded")
+		for lo := first; lo < len(r.PilotJobs); lo += pilotsPerRequest {
+			hi := min(lo+pilotsPerRequest, len(r.PilotJobs))
+			ids, err := x.act.SubmitPilots(ctx, name, slices.Clone(r.PilotJobs[lo:hi]))
+			returned := x.clock()
+			if err != nil {
+				// An sbatch whose answer was lost may still have submitted
+				// its pilot: the intent stays until the next round's
+				// snapshot adopts it by its token, or shows it never was.
+				x.log.Warn("submitting pilots", "job", name, "pilots", hi-lo, "err", err)
+			}
+			x.opt.Fail.Hit("pilot/submitted")
+			for i, id := range ids {
+				if id == "" || lo+i >= hi {
+					continue
+				}
+				p := &r.PilotJobs[lo+i]
+				p.ID, p.Submitted = id, returned
+				r.Pilots++
+				submitted++
+				x.log.Info("pilot submitted", "job", name, "pilot", id, "node", p.Node, "limit", policy.FormatDuration(p.TimeLimit))
+			}
+		}
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording pilots", "job", name, "err", err)
+		}
+	}
+	return submitted
+}
+
+// clock is the time now (ExecOptions.Clock, else the system's).
+func (x *Executor) clock() time.Time {
+	if x.opt.Clock != nil {
+		return x.opt.Clock()
+	}
+	return time.Now()
 }
 
 func pilotOf(r *spool.Record, id string) *spool.PilotJob {
@@ -434,33 +533,43 @@ func (x *Executor) book(r *spool.Record) (*book, error) {
 // work commits r's results and takes back its dead leases; it returns
 // the attempts committed, the leases taken back, the tasks running and
 // the pilots running them.
-func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]time.Time) {
+func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.Snapshot, jobs map[string]*cluster.Job) (committed, lost, running int, busy map[string]time.Time, ok bool) {
 	busy = map[string]time.Time{}
 	ws, err := x.opt.Spool.ScanWork(r.UID, r.ID)
 	if err != nil {
 		x.log.Warn("reading the work directory", "job", r.DirName(), "err", err)
-		return 0, 0, r.Tasks.Running, busy
+		return 0, 0, r.Tasks.Running, busy, true
 	}
 	for _, p := range ws.Problems {
 		x.log.Warn("work directory", "job", r.DirName(), "err", p)
 	}
+	// Each new result is judged (against the book as it grows, so that two
+	// attempts of a task in one round are judged in order), the round's
+	// events of the job go to the journal in one write and one fsync, and
+	// only then are their files removed.
+	var evs []spool.Event
+	var results []string
 	for _, ri := range ws.Results {
 		if ri.Err == nil && !b.committed[ri.Result.Attempt] && r.Entry.ArrayContains(ri.Result.Task) {
 			ev := x.judge(r, b, ri.Result, snap, jobs)
-			if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
-				x.log.Error("journal", "job", r.DirName(), "err", err)
-				return committed, lost, r.Tasks.Running, busy
-			}
-			x.opt.Fail.Hit("commit/journaled")
 			b.add(ev)
-			committed++
+			evs = append(evs, spool.Event{Time: now, Event: "task", Task: &ev})
 		} else if ri.Err != nil {
 			x.log.Warn("discarding a result", "job", r.DirName(), "file", ri.Name, "err", ri.Err)
 		}
-		if err := x.opt.Spool.RemoveResult(r.UID, r.ID, ri.Name); err != nil {
-			x.log.Warn("removing a committed result", "job", r.DirName(), "file", ri.Name, "err", err)
+		results = append(results, ri.Name)
+	}
+	if !x.journal(r, b, evs, "commit/journaled") {
+		return 0, 0, r.Tasks.Running, busy, false
+	}
+	committed = len(evs)
+	for _, name := range results {
+		if err := x.opt.Spool.RemoveResult(r.UID, r.ID, name); err != nil {
+			x.log.Warn("removing a committed result", "job", r.DirName(), "file", name, "err", err)
 		}
 	}
+	evs = evs[:0]
+	var dead []spool.LeaseInfo
 	for _, l := range ws.Leases {
 		if !r.Entry.ArrayContains(l.Task) {
 			// No agent leases a task outside the array: the owner's garbage,
@@ -506,20 +615,37 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 		} else {
 			x.cap(b, &ev)
 		}
-		if err := x.records.Journal(r, spool.Event{Time: now, Event: "task", Task: &ev}); err != nil {
-			x.log.Error("journal", "job", r.DirName(), "err", err)
-			running++
-			continue
-		}
-		x.opt.Fail.Hit("lost/journaled")
 		b.add(ev)
+		evs = append(evs, spool.Event{Time: now, Event: "task", Task: &ev})
+		dead = append(dead, l)
+	}
+	if !x.journal(r, b, evs, "lost/journaled") {
+		return committed, 0, running, busy, false
+	}
+	for _, l := range dead {
 		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task); err != nil {
 			x.log.Warn("removing a dead lease", "job", r.DirName(), "task", l.Task, "err", err)
 		}
 		x.log.Info("task taken back from a dead pilot", "job", r.DirName(), "task", l.Task, "pilot", l.Lease.Pilot)
-		lost++
 	}
-	return committed, lost, running, busy
+	return committed, len(dead), running, busy, true
+}
+
+// journal appends a job's events of the round (already added to its book)
+// in one write and one fsync. If that fails the journal holds none of them:
+// the book is dropped (the next round reads it again from the journal),
+// nothing is removed and the job is left alone this round (false).
+func (x *Executor) journal(r *spool.Record, b *book, evs []spool.Event, point string) bool {
+	if len(evs) == 0 {
+		return true
+	}
+	if err := x.records.JournalAll(r, evs); err != nil {
+		x.log.Error("journal", "job", r.DirName(), "events", len(evs), "err", err)
+		delete(x.books, r.DirName())
+		return false
+	}
+	x.opt.Fail.Hit(point)
+	return true
 }
 
 // leaseLost: not refreshed within the heartbeat timeout; or its pilot is
@@ -717,6 +843,37 @@ func (x *Executor) killReason(r *spool.Record, pilot, node string, ended time.Ti
 	return ""
 }
 
+// giveWayMargin is how long past the grace glean waits for a signalled
+// pilot to end by itself before it scancels it (Slurm then KILLs it
+// KillWait later).
+const giveWayMargin = 5 * time.Second
+
+// escalate scancels the pilots glean signalled to give way that are still
+// there a grace (plus a margin) later: an agent that did not stop.
+func (x *Executor) escalate(ctx context.Context, now time.Time, r *spool.Record, jobs map[string]*cluster.Job) {
+	for i := range r.PilotJobs {
+		p := &r.PilotJobs[i]
+		if p.Signalled.IsZero() || p.Killed || !p.Ended.IsZero() || now.Sub(p.Signalled) < x.opt.Policy.Grace+giveWayMargin {
+			continue
+		}
+		if j := jobs[p.ID]; j == nil || !j.Holds() {
+			continue
+		}
+		p.Killed = true
+		if err := x.records.Put(r); err != nil {
+			x.log.Error("recording a cancel", "job", r.DirName(), "err", err)
+			p.Killed = false
+			continue
+		}
+		if err := x.act.CancelPilot(ctx, r.DirName(), p.ID); err != nil {
+			x.log.Warn("cancelling a pilot that did not give way", "pilot", p.ID, "err", err)
+			continue
+		}
+		x.log.Warn("pilot still running a grace after it was told to give way: cancelled", "job", r.DirName(), "pilot", p.ID,
+			"signalled", p.Signalled)
+	}
+}
+
 // causeJobEnded is the cause recorded on the pilots of an ended job that
 // finish cancels.
 const causeJobEnded = "job-ended"
@@ -747,8 +904,17 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 			continue // the record it moved to shows it
 		}
 		taskEnd, isBusy := busy[p.ID]
-		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: p.Submitted, Retiring: p.Retiring, Busy: isBusy, TaskEnd: taskEnd,
-			Leaving: p.Cancelled}
+		// Its pending timeout runs from when Slurm took it: the time its
+		// sbatch returned, or squeue's submit time (whole seconds; the
+		// only one known for an adopted pilot), whichever is later.
+		submitted := p.Submitted
+		if j.Submit.After(submitted) {
+			submitted = j.Submit
+		}
+		// A pilot glean cancelled or signalled is leaving: it takes no
+		// task, is not given again, and its node counts as free.
+		pp := policy.Pilot{ID: p.ID, Job: r.DirName(), Node: p.Node, Submitted: submitted, Retiring: p.Retiring || p.Cancelled,
+			Busy: isBusy, TaskEnd: taskEnd, Leaving: p.Cancelled}
 		if j.Holds() {
 			pp.State, pp.Start, pp.End = policy.PilotRunning, j.Start, j.End
 			if len(j.Nodes) > 0 {
@@ -823,9 +989,10 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		x.log.Error("telling the agents to stop", "job", n, "err", err)
 	}
 	x.opt.Fail.Hit("end/stop-written")
+	// Pending shadow elements, once: the snapshot shows them until then.
 	if r.Shadow != "" && r.State != spool.StateCancelled {
 		var err error
-		if sj := jobs[r.Shadow]; sj != nil || !snap.Complete {
+		if pendingPart(snap, r.Shadow) {
 			if err = x.act.CancelPending(ctx, r.Shadow); err != nil {
 				x.log.Warn("cancelling pending shadow elements", "job", r.Shadow, "err", err)
 			}
@@ -841,6 +1008,9 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 			continue
 		}
 		j := jobs[p.ID]
+		if j != nil && !j.Pending() && !j.Holds() {
+			j = nil // ended (squeue -t all shows it for MinJobAge)
+		}
 		if j == nil && snap.Complete {
 			p.Ended, changed = now, true
 			continue

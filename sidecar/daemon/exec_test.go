@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -230,6 +233,72 @@ func TestLostLeaseReason(t *testing.T) {
 	}
 }
 
+// A round's results of a job are committed with one journal append; when
+// that fails nothing is removed and the book is read again next round, so
+// no result is lost or committed twice.
+func TestCommitBatch(t *testing.T) {
+	fx := newFixture(t)
+	e := fx.submit(t, 5, nil)
+	fx.round(t)
+	name := spool.RecordName(fx.uid, e.ID)
+	r := fx.in.Get(name)
+	w, err := fx.s.OpenWork(fx.uid, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := w.Finish(spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "1", Outcome: spool.OutcomeExited,
+			Start: fx.now.Add(-time.Second), End: fx.now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := NewExecutor(ExecOptions{Spool: fx.s, Retries: 2, HeartbeatTimeout: time.Minute}, fx.in, fx.in.records, nil, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	journal := filepath.Join(fx.s.Dir, spool.JobsDir, name, spool.JournalFile)
+	saved, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := x.book(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The journal cannot be appended to (a directory in its place).
+	if err := os.Remove(journal); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(journal, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _, _, ok := x.work(fx.now, r, b, &cluster.Snapshot{Complete: true}, nil); ok || c != 0 {
+		t.Fatalf("work with a broken journal: %d committed, ok %v", c, ok)
+	}
+	if ws, _ := fx.s.ScanWork(fx.uid, e.ID); len(ws.Results) != 5 {
+		t.Fatalf("%d results left, want all 5", len(ws.Results))
+	}
+	if err := os.Remove(journal); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(journal, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err = x.book(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _, _, ok := x.work(fx.now, r, b, &cluster.Snapshot{Complete: true}, nil); !ok || c != 5 || len(b.final) != 5 {
+		t.Fatalf("work: %d committed, ok %v, book %d final", c, ok, len(b.final))
+	}
+	evs, _ := fx.in.records.TaskEvents(name)
+	data, _ := os.ReadFile(journal)
+	if len(evs) != 5 || bytes.Count(data, []byte("\n")) != bytes.Count(saved, []byte("\n"))+5 {
+		t.Errorf("journal: %d task events; want 5, appended once", len(evs))
+	}
+	if ws, _ := fx.s.ScanWork(fx.uid, e.ID); len(ws.Results) != 0 {
+		t.Errorf("%d results left after the commit", len(ws.Results))
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	var b backoff
 	t0 := time.Unix(1_800_000_000, 0)
@@ -269,12 +338,14 @@ func (a *slowActor) fail() error {
 	time.Sleep(a.delay) // the call's own duration (a Slurm timeout), not a wait for a condition
 	return errors.New("slurm timeout")
 }
-func (a *slowActor) SubmitPilot(context.Context, string, int, string, string) (string, error) {
-	return "", a.fail()
+func (a *slowActor) SubmitPilots(context.Context, string, []spool.PilotJob) ([]string, error) {
+	return nil, a.fail()
 }
-func (a *slowActor) CancelPilot(context.Context, string, string) error { return a.fail() }
-func (a *slowActor) CancelPending(context.Context, string) error       { return a.fail() }
-func (a *slowActor) Release(context.Context, string) error             { return a.fail() }
+func (a *slowActor) CancelPilot(context.Context, string, string) error        { return a.fail() }
+func (a *slowActor) SignalPilot(context.Context, string, string) error        { return a.fail() }
+func (a *slowActor) CancelPendingPilot(context.Context, string, string) error { return a.fail() }
+func (a *slowActor) CancelPending(context.Context, string) error              { return a.fail() }
+func (a *slowActor) Release(context.Context, string) error                    { return a.fail() }
 
 // Once a Slurm call failed slowly, the rest of the round's calls are
 // skipped at once; a fast failure (a refusal) stops nothing.

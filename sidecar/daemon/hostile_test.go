@@ -481,7 +481,7 @@ func TestWorkHostileFiles(t *testing.T) {
 	var committed, running int
 	go func() {
 		defer close(done)
-		committed, _, running, _ = x.work(fx.now, rec, b, &cluster.Snapshot{Complete: true}, nil)
+		committed, _, running, _, _ = x.work(fx.now, rec, b, &cluster.Snapshot{Complete: true}, nil)
 	}()
 	select {
 	case <-done:
@@ -525,7 +525,7 @@ func TestWorkLeaseOutsideArray(t *testing.T) {
 	j := newWorkJob(t, time.Minute)
 	rewrite(t, filepath.Join(j.w.Dir, spool.LeasesDir, "99"), []byte(`{"version":1,"task":99,"attempt":"x","pilot":"5"}`), uidAlice)
 	rec, rs, x, fx := j.rec, j.rs, j.x, j.fx
-	_, lost, running, _ := x.work(fx.now.Add(time.Hour), rec, newBook(nil), &cluster.Snapshot{Complete: true}, nil)
+	_, lost, running, _, _ := x.work(fx.now.Add(time.Hour), rec, newBook(nil), &cluster.Snapshot{Complete: true}, nil)
 	evs, _ := rs.TaskEvents(rec.DirName())
 	if lost != 0 || running != 0 || len(evs) != 0 {
 		t.Errorf("a lease for task 99 of a 4-task job: lost %d, running %d, journal %+v", lost, running, evs)

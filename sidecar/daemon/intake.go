@@ -32,8 +32,9 @@ import (
 // cancelled with its entry) before the daemon asks to hold or cancel it.
 // SlurmPrivileged acts directly, for a glean user that is a Slurm operator.
 type Privileged interface {
-	Hold(ctx context.Context, jobID string) error   // admin hold: only an operator releases it
-	Cancel(ctx context.Context, jobID string) error // the whole job (all array elements)
+	Hold(ctx context.Context, jobID string) error    // admin hold: only an operator releases it
+	Release(ctx context.Context, jobID string) error // release any hold
+	Cancel(ctx context.Context, jobID string) error  // the whole job (all array elements)
 }
 
 // SlurmPrivileged is Privileged through sidecar/slurm.
@@ -64,9 +65,19 @@ func (p *SlurmPrivileged) CancelPilot(ctx context.Context, _, id string) error {
 	return p.C.Cancel(ctx, id, "")
 }
 
-// SubmitPilot needs root's sbatch --uid: only the helper can.
-func (p *SlurmPrivileged) SubmitPilot(context.Context, string, int, string, string) (string, error) {
-	return "", errors.New("pilots are submitted as their owner by glean-helper: set helper.socket")
+// SignalPilot sends TERM to a pilot's batch shell (its agent).
+func (p *SlurmPrivileged) SignalPilot(ctx context.Context, _, id string) error {
+	return p.C.Cancel(ctx, id, "B:TERM")
+}
+
+// CancelPendingPilot cancels a pilot if it is still pending.
+func (p *SlurmPrivileged) CancelPendingPilot(ctx context.Context, _, id string) error {
+	return p.C.CancelPending(ctx, id)
+}
+
+// SubmitPilots needs root's sbatch --uid: only the helper can.
+func (p *SlurmPrivileged) SubmitPilots(_ context.Context, _ string, intents []spool.PilotJob) ([]string, error) {
+	return make([]string, len(intents)), errors.New("pilots are submitted as their owner by glean-helper: set helper.socket")
 }
 
 var _ Actor = (*SlurmPrivileged)(nil)
@@ -85,25 +96,7 @@ type SnapshotSizer struct {
 var _ NodeSizer = (*SnapshotSizer)(nil)
 
 func (s *SnapshotSizer) Largest(ctx context.Context, partition string) (int, int64, error) {
-	snap := s.C.Snapshot(ctx, time.Now())
-	p := snap.Partition(partition)
-	if p == nil {
-		if !snap.Complete {
-			return 0, 0, fmt.Errorf("cluster snapshot incomplete: %v", snap.Problems)
-		}
-		return 0, 0, fmt.Errorf("no partition %q", partition)
-	}
-	in := map[string]bool{}
-	for _, n := range p.Nodes {
-		in[n] = true
-	}
-	cpus, mem := 0, int64(0)
-	for _, n := range snap.Nodes {
-		if in[n.Name] {
-			cpus, mem = max(cpus, n.CPUs), max(mem, n.MemoryMB)
-		}
-	}
-	return cpus, mem, nil
+	return largest(s.C.Snapshot(ctx, time.Now()), partition)
 }
 
 // Options configure the intake.
@@ -126,7 +119,6 @@ type Intake struct {
 	users   func(uid int) (string, error)
 
 	known map[string]*spool.Record // by record directory name
-	sizes *nodeSizes               // read once per round, when needed
 }
 
 type nodeSizes struct {
@@ -175,11 +167,22 @@ type Stats struct {
 	Accepted, Rejected, Cancelled, Released int
 }
 
-// Round scans the incoming directories, takes new entries in and follows
-// active jobs. Errors reading Slurm postpone the round's work, never
-// reject an entry.
+// Round is Observe with the intake's own Slurm reads (its Queue and
+// NodeSizer): for a daemon without an executor, and for tests.
 func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
+	if in.queue == nil || in.sizer == nil {
+		return Stats{}, errors.New("intake: no Queue or NodeSizer to read Slurm with")
+	}
+	return in.Observe(ctx, &Observation{Now: now, queue: in.queue, sizer: in.sizer})
+}
+
+// Observe scans the incoming directories, takes new entries in and
+// follows active jobs, reading Slurm from the round's observation (only if
+// there is something to take in or follow). Errors reading Slurm postpone
+// the round's work, never reject an entry.
+func (in *Intake) Observe(ctx context.Context, obs *Observation) (Stats, error) {
 	var st Stats
+	now := obs.Now
 	found, problems := in.opt.Spool.ScanIncoming()
 	for _, err := range problems {
 		in.log.Warn("spool scan", "err", err)
@@ -192,20 +195,19 @@ func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
 	}
 	active := 0
 	for _, r := range in.known {
-		if r.Active() || len(r.Cancel) > 0 {
+		if r.Active() || len(r.Cancel) > 0 || len(r.Release) > 0 {
 			active++
 		}
 	}
 	if len(fresh) == 0 && active == 0 {
 		return st, nil
 	}
-	jobs, err := in.queue.Jobs(ctx)
+	jobs, err := obs.Jobs(ctx)
 	if err != nil {
 		return st, fmt.Errorf("squeue: %w", err)
 	}
-	in.sizes = nil
 	for _, f := range fresh {
-		switch in.takeIn(ctx, now, f, jobs) {
+		switch in.takeIn(ctx, obs, f, jobs) {
 		case spool.StateRejected:
 			st.Rejected++
 		case spool.StateQueued, spool.StateWaiting:
@@ -216,7 +218,7 @@ func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
 	}
 	// Jobs a rejection or an early end left to cancel (a restart).
 	for _, n := range sortedNames(in.known) {
-		if r := in.known[n]; len(r.Cancel) > 0 {
+		if r := in.known[n]; len(r.Cancel) > 0 || len(r.Release) > 0 {
 			in.cancelLeft(ctx, r, jobs, "reject/cancelled")
 		}
 	}
@@ -239,7 +241,8 @@ func recordID(name string) string {
 
 // takeIn handles one new entry and returns the state it ends in ("" if
 // it is to be tried again next round).
-func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, jobs map[string]QJob) string {
+func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming, jobs map[string]QJob) string {
+	now := obs.Now
 	log := in.log.With("uid", f.UID, "entry", f.Name)
 	rec := &spool.Record{ID: recordID(f.Name), UID: f.UID, Submitted: now}
 	rec.User, _ = in.users(f.UID)
@@ -247,13 +250,17 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 		rec.User = strconv.Itoa(f.UID)
 	}
 	var e *spool.Entry
-	// reject records the rejection, then cancels the jobs verified as the
+	// reject records the rejection, then acts on the jobs verified as the
 	// entry's (the record, with the entry's nonce, is what lets the
-	// privileged helper cancel them).
-	reject := func(reason string, cancel ...string) string {
+	// privileged helper act on them): the anchor is released, to run as
+	// the user, write the reason into the user's -o file and exit 1; the
+	// shadow array is cancelled.
+	reject := func(reason string, verified ...string) string {
 		rec.State, rec.Reason, rec.Ended = spool.StateRejected, reason, now
-		if len(cancel) > 0 {
-			rec.Entry, rec.Cancel = e, cancel
+		if len(verified) > 0 {
+			// The anchor is released (it writes the reason into the
+			// user's -o file and exits 1), the shadow array cancelled.
+			rec.Entry, rec.Release, rec.Cancel = e, verified[:1], verified[1:]
 		}
 		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}, "reject/recorded"); err != nil {
 			log.Error("recording a rejection", "err", err)
@@ -340,15 +347,11 @@ func (in *Intake) takeIn(ctx context.Context, now time.Time, f spool.Incoming, j
 	}
 
 	// Tasks no node can run.
-	if in.sizes == nil {
-		cpus, mem, err := in.sizer.Largest(ctx, in.opt.PilotPartition)
-		if err != nil {
-			log.Warn("reading node sizes; trying again next round", "err", err)
-			return ""
-		}
-		in.sizes = &nodeSizes{cpus, mem}
+	cpus, mem, err := obs.Largest(ctx, in.opt.PilotPartition)
+	if err != nil {
+		log.Warn("reading node sizes; trying again next round", "err", err)
+		return ""
 	}
-	cpus, mem := in.sizes.cpus, in.sizes.mem
 	res := e.Resources
 	switch {
 	case res.CPUs > cpus:
@@ -453,26 +456,32 @@ func (in *Intake) store(rec *spool.Record, ev spool.Event, point string) error {
 }
 
 // cancelLeft cancels the Slurm jobs a rejection or an early end left to
-// cancel (rec.Cancel), each once it is cancelled or gone from Slurm, and
-// records what is left; point follows the first cancel. It runs right
-// after the record was stored, and for every record with some left each
-// round (a daemon that died in between).
+// cancel (rec.Cancel) and releases those it left to release (rec.Release:
+// a rejected entry's anchor), each once it is done or gone from Slurm, and
+// records what is left, so that a daemon that died in between finishes
+// after its restart.
 func (in *Intake) cancelLeft(ctx context.Context, rec *spool.Record, jobs map[string]QJob, point string) {
-	if len(rec.Cancel) == 0 {
+	if len(rec.Cancel) == 0 && len(rec.Release) == 0 {
 		return
 	}
-	var left []string
-	for _, id := range rec.Cancel {
-		if j, ok := jobs[id]; ok && !Ended(j.State) {
-			if err := in.priv.Cancel(ctx, id); err != nil {
-				in.log.Warn("cancelling a Slurm job of a refused entry; trying again next round", "record", rec.DirName(), "job", id, "err", err)
+	act := func(ids []string, pending bool, do func(context.Context, string) error, what string) []string {
+		var left []string
+		for _, id := range ids {
+			j, ok := jobs[id]
+			if !ok || Ended(j.State) || pending && j.State != "PENDING" {
+				continue // done (a released anchor runs), or gone
+			}
+			if err := do(ctx, id); err != nil {
+				in.log.Warn(what+"; trying again next round", "record", rec.DirName(), "job", id, "err", err)
 				left = append(left, id)
 				continue
 			}
 			in.opt.Fail.Hit(point)
 		}
+		return left
 	}
-	rec.Cancel = left
+	rec.Cancel = act(rec.Cancel, false, in.priv.Cancel, "cancelling a Slurm job of a refused entry")
+	rec.Release = act(rec.Release, true, in.priv.Release, "releasing a refused entry's anchor")
 	if err := in.records.Put(rec); err != nil {
 		in.log.Error("recording", "record", rec.DirName(), "err", err)
 	}

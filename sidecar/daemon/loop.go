@@ -23,16 +23,24 @@ type Loop struct {
 	Interval time.Duration // one round per interval (one scheduling cycle); 0: Rescan
 	Rescan   time.Duration
 	Watch    bool // use fsnotify as well
-	Log      *slog.Logger
-	Now      func() time.Time
-	OnRound  func(Stats, error) // for tests and metrics; may be nil
-	OnExec   func(ExecStats, error)
+	// MinGap spaces the rounds a trigger (a spool event) starts: one
+	// coming sooner after the last round waits for the rest of the gap,
+	// so that a user writing into the spool cannot drive back-to-back
+	// rounds. 0: DefaultMinGap, at most one interval.
+	MinGap  time.Duration
+	Log     *slog.Logger
+	Now     func() time.Time
+	OnRound func(Stats, error) // for tests and metrics; may be nil
+	OnExec  func(ExecStats, error)
 	// Started is when the process started: the first round logs how long
 	// after it ended (a restart's time to recover).
 	Started time.Time
 
 	trigger chan struct{}
 }
+
+// DefaultMinGap is Loop.MinGap's default.
+const DefaultMinGap = time.Second
 
 // Trigger asks for a round now; bursts collapse into one.
 func (l *Loop) Trigger() {
@@ -61,17 +69,34 @@ func (l *Loop) Run(ctx context.Context) error {
 	if l.Interval > 0 && l.Interval < every {
 		every = l.Interval
 	}
+	gap := l.MinGap
+	if gap <= 0 {
+		gap = DefaultMinGap
+	}
+	gap = min(gap, every)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	l.Trigger() // a first round at once
-	var back backoff
+	var (
+		back    backoff
+		last    time.Time        // when the last round started
+		delayed <-chan time.Time // a triggered round waiting for the gap
+	)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-l.trigger:
+			if wait := gap - l.Now().Sub(last); !last.IsZero() && wait > 0 {
+				if delayed == nil {
+					delayed = time.After(wait)
+				}
+				continue
+			}
+		case <-delayed:
 		}
+		delayed = nil
 		if w != nil {
 			w.addUsers() // new users' incoming directories
 		}
@@ -79,13 +104,26 @@ func (l *Loop) Run(ctx context.Context) error {
 		if now.Before(back.until) {
 			continue // Slurm is not answering: ask less often
 		}
-		st, err := l.Intake.Round(ctx, now)
+		last = now
+		// One observation of Slurm for the whole round, taken when first
+		// needed.
+		var (
+			st  Stats
+			err error
+			obs *Observation
+		)
+		if l.Exec != nil {
+			obs = NewObservation(now, l.Exec.Snapshotter())
+			st, err = l.Intake.Observe(ctx, obs)
+		} else {
+			st, err = l.Intake.Round(ctx, now)
+		}
 		if err != nil {
 			l.Log.Warn("intake round", "err", err)
 		}
 		slurmDown := err != nil && !errors.Is(err, context.Canceled)
 		if l.Exec != nil {
-			xs, xerr := l.Exec.Round(ctx, now)
+			xs, xerr := l.Exec.Observe(ctx, obs)
 			if xerr != nil {
 				l.Log.Warn("execution round", "err", xerr)
 			}

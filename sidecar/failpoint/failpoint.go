@@ -106,8 +106,8 @@ var Points = []string{
 	"intake/queued-recorded",    // the record says queued; "accepted" not yet journaled
 	// A refusal (rejection, or an anchor that ended before the intake).
 	"reject/recorded",  // the record says rejected; not yet journaled
-	"reject/journaled", // journaled; the entry's held jobs not yet cancelled
-	"reject/cancelled", // a job cancelled; the record not yet told
+	"reject/journaled", // journaled; the entry's anchor not yet released, its shadow array not yet cancelled
+	"reject/cancelled", // a job released or cancelled; the record not yet told
 	// Following the anchor.
 	"follow/shadow-cancelled", // the user's scancel seen, the shadow array cancelled; the record not yet
 	"follow/recorded",         // the record says cancelled; not yet journaled
@@ -121,6 +121,8 @@ var Points = []string{
 	"pilot/submitted",        // sbatch returned the id; not yet recorded
 	"cancel/recorded",        // a cancel is recorded; scancel not yet run
 	"retire/control-written", // the control file says retire; the record not yet
+	"move/marked",            // a thesis pool's pilot marked moved in its old record; the new record not yet told
+	"move/copied",            // the new record holds the pilot; the old job's control file not yet
 	// The job's end.
 	"end/put",               // the record says done; not yet journaled
 	"end/recorded",          // the end journaled; the agents not yet told to stop

@@ -43,28 +43,29 @@ type PilotParams struct {
 }
 
 // Handle checks req and, if the checks pass, acts on it. A failed check is
-// a *Refusal; a failed action is the Slurm command's error.
-func (h *Handler) Handle(ctx context.Context, req Request) (string, error) {
-	switch req.Op {
-	case OpSubmitPilot:
-		return h.submitPilot(ctx, req)
-	case OpCancelPilot:
-		return "", h.cancelPilot(ctx, req)
+// a *Refusal; a failed action is the Slurm command's error. jobs are the
+// new pilots of submit-pilots.
+func (h *Handler) Handle(ctx context.Context, req Request) (jobs []string, err error) {
+	switch {
+	case req.Op == OpSubmitPilots:
+		return h.submitPilots(ctx, req)
+	case pilotOp(req.Op):
+		return nil, h.onPilot(ctx, req)
 	}
 	if err := h.check(ctx, req); err != nil {
-		return "", err
+		return nil, err
 	}
 	switch req.Op {
 	case OpHold:
-		return "", h.Slurm.Hold(ctx, req.Job, slurm.AdminHold)
+		return nil, h.Slurm.Hold(ctx, req.Job, slurm.AdminHold)
 	case OpRelease:
-		return "", h.Slurm.Release(ctx, req.Job)
+		return nil, h.Slurm.Release(ctx, req.Job)
 	case OpCancel:
-		return "", h.Slurm.Cancel(ctx, req.Job, "")
+		return nil, h.Slurm.Cancel(ctx, req.Job, "")
 	case OpCancelPending:
-		return "", h.Slurm.CancelPending(ctx, req.Job)
+		return nil, h.Slurm.CancelPending(ctx, req.Job)
 	}
-	return "", refuse("unknown op %q", clip(req.Op)) // DecodeRequest already refused it
+	return nil, refuse("unknown op %q", clip(req.Op)) // DecodeRequest already refused it
 }
 
 // check passes if a record of the daemon's names the job and Slurm shows

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
 // Client asks the helper over its socket. It implements gleand's
@@ -41,16 +43,41 @@ func (c *Client) CancelPending(ctx context.Context, id string) error {
 	return c.Do(ctx, Request{Op: OpCancelPending, Job: id})
 }
 
-// SubmitPilot submits a pilot for record (jobs/<uid>.<id>) with a time
-// limit in minutes (0: UNLIMITED), pinned to node if not "", carrying
-// token in its comment, and returns its job id.
-func (c *Client) SubmitPilot(ctx context.Context, record string, minutes int, node, token string) (string, error) {
-	return c.Ask(ctx, Request{Op: OpSubmitPilot, Record: record, Minutes: minutes, Node: node, Token: token})
+// SubmitPilots submits pilots that record (jobs/<uid>.<id>) holds as
+// intents, by their tokens (at most MaxPilotsPerRequest), and returns
+// their job ids in the same order: "" for one whose sbatch failed, the
+// error then says why. The helper takes each pilot's node and time limit
+// from the record, not from the request.
+func (c *Client) SubmitPilots(ctx context.Context, record string, intents []spool.PilotJob) ([]string, error) {
+	tokens := make([]string, len(intents))
+	for i, p := range intents {
+		tokens[i] = p.Token
+	}
+	jobs, err := c.Ask(ctx, Request{Op: OpSubmitPilots, Record: record, Tokens: tokens})
+	if len(jobs) != len(tokens) {
+		if err == nil {
+			err = fmt.Errorf("privileged helper (%s): submit-pilots: %d ids for %d tokens", c.Socket, len(jobs), len(tokens))
+		}
+		jobs = make([]string, len(tokens))
+	}
+	return jobs, err
 }
 
-// CancelPilot cancels pilot id of record.
+// CancelPilot cancels pilot id of record (TERM to all, KILL after KillWait).
 func (c *Client) CancelPilot(ctx context.Context, record, id string) error {
 	return c.Do(ctx, Request{Op: OpCancelPilot, Record: record, Job: id})
+}
+
+// SignalPilot sends TERM to pilot id's batch shell (its agent) alone: the
+// agent stops its tasks within the grace, hands them back and exits.
+func (c *Client) SignalPilot(ctx context.Context, record, id string) error {
+	return c.Do(ctx, Request{Op: OpSignalPilot, Record: record, Job: id})
+}
+
+// CancelPendingPilot cancels pilot id of record only if it is still
+// pending (one that started meanwhile goes on).
+func (c *Client) CancelPendingPilot(ctx context.Context, record, id string) error {
+	return c.Do(ctx, Request{Op: OpCancelPendingPilot, Record: record, Job: id})
 }
 
 // Do sends one request and waits for its answer. A refusal is a
@@ -60,8 +87,9 @@ func (c *Client) Do(ctx context.Context, req Request) error {
 	return err
 }
 
-// Ask is Do, returning the job id the answer carries (submit-pilot).
-func (c *Client) Ask(ctx context.Context, req Request) (string, error) {
+// Ask is Do, returning the job ids the answer carries (submit-pilots),
+// also with an error when some failed.
+func (c *Client) Ask(ctx context.Context, req Request) ([]string, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -74,7 +102,7 @@ func (c *Client) Ask(ctx context.Context, req Request) (string, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.Socket)
 	if err != nil {
-		return "", wrap(fmt.Errorf("%w (is glean-helper running?)", err))
+		return nil, wrap(fmt.Errorf("%w (is glean-helper running?)", err))
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
@@ -84,14 +112,14 @@ func (c *Client) Ask(ctx context.Context, req Request) (string, error) {
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
-		return "", wrap(err)
+		return nil, wrap(err)
 	}
 	// A helper that refuses may answer and close before reading all of
 	// the request: its answer, if any, says more than the write error.
 	_, werr := conn.Write(append(data, '\n'))
 	line, err := readLine(conn, MaxResponseBytes)
 	if err != nil && werr != nil {
-		return "", wrap(werr)
+		return nil, wrap(werr)
 	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -99,21 +127,21 @@ func (c *Client) Ask(ctx context.Context, req Request) (string, error) {
 			if cause == nil {
 				cause = context.DeadlineExceeded // the connection's deadline is the context's
 			}
-			return "", wrap(fmt.Errorf("no answer within %v: %w", timeout, cause))
+			return nil, wrap(fmt.Errorf("no answer within %v: %w", timeout, cause))
 		}
-		return "", wrap(fmt.Errorf("bad answer: %w", err))
+		return nil, wrap(fmt.Errorf("bad answer: %w", err))
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		return "", wrap(fmt.Errorf("bad answer: %w", err))
+		return nil, wrap(fmt.Errorf("bad answer: %w", err))
 	}
 	switch {
 	case resp.OK:
-		return resp.Job, nil
+		return resp.Jobs, nil
 	case resp.Refused:
-		return "", wrap(&Refusal{Reason: resp.Error})
+		return nil, wrap(&Refusal{Reason: resp.Error})
 	default:
-		return "", wrap(fmt.Errorf("failed: %s", resp.Error))
+		return resp.Jobs, wrap(fmt.Errorf("failed: %s", resp.Error))
 	}
 }
 

@@ -6,35 +6,56 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
 
+	"github.com/glean-hpc/glean/sidecar/cluster"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
-// submitPilot submits one pilot for the job a record names, as the
-// record's owner, with the site's fixed parameters: the request chooses
-// only the time limit and the node the policy sized it for.
-func (h *Handler) submitPilot(ctx context.Context, req Request) (string, error) {
+// submitPilots submits the pilots a record holds as intents (recorded
+// by the daemon with their tokens before it asks, not yet given an id),
+// as the record's owner, with the site's fixed parameters: the record
+// chooses only each pilot's time limit and the node the policy sized it
+// for. The sbatches run concurrently; the ids come back in the order of
+// the tokens, "" for one that failed.
+func (h *Handler) submitPilots(ctx context.Context, req Request) ([]string, error) {
 	r, err := h.ownedRecord(req.Record)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if r.State != spool.StateQueued && r.State != spool.StateRunning {
-		return "", refuse("record %s is %s: pilots are for queued or running jobs", req.Record, r.State)
+		return nil, refuse("record %s is %s: pilots are for queued or running jobs", req.Record, r.State)
 	}
 	if err := h.checkOwner(r); err != nil {
-		return "", err
+		return nil, err
 	}
 	if r.UID < h.Pilots.MinUID {
-		return "", refuse("record %s: uid %d is a system account (helper.min_uid %d)", req.Record, r.UID, h.Pilots.MinUID)
+		return nil, refuse("record %s: uid %d is a system account (helper.min_uid %d)", req.Record, r.UID, h.Pilots.MinUID)
+	}
+	intents := make([]spool.PilotJob, len(req.Tokens))
+	for i, t := range req.Tokens {
+		k := slices.IndexFunc(r.PilotJobs, func(p spool.PilotJob) bool { return p.Token == t })
+		switch {
+		case k < 0:
+			return nil, refuse("record %s holds no pilot with token %s", req.Record, t)
+		case r.PilotJobs[k].ID != "":
+			return nil, refuse("record %s: the pilot with token %s was submitted already (job %s)", req.Record, t, r.PilotJobs[k].ID)
+		case r.PilotJobs[k].Node != "" && !validNodeName(r.PilotJobs[k].Node):
+			return nil, refuse("record %s: bad node name %q", req.Record, clip(r.PilotJobs[k].Node))
+		case r.PilotJobs[k].TimeLimit <= 0:
+			return nil, refuse("record %s: the pilot with token %s has no time limit", req.Record, t)
+		}
+		intents[i] = r.PilotJobs[k]
 	}
 	// The job's anchor must still be the owner's, with the record's nonce:
 	// a job Slurm no longer knows gets no pilot.
 	jobs, err := h.queue(ctx)
 	if err != nil {
-		return "", fmt.Errorf("squeue: %w", err)
+		return nil, fmt.Errorf("squeue: %w", err)
 	}
 	if err := h.matches(Request{Op: OpRelease, Job: r.Anchor}, r, jobs); err != nil {
-		return "", err
+		return nil, err
 	}
 	group := h.Pilots.Group
 	if group == nil {
@@ -42,46 +63,88 @@ func (h *Handler) submitPilot(ctx context.Context, req Request) (string, error) 
 	}
 	gid, err := group(r.UID)
 	if err != nil {
-		return "", refuse("record %s: uid %d: %v", req.Record, r.UID, err)
+		return nil, refuse("record %s: uid %d: %v", req.Record, r.UID, err)
 	}
-	return h.Slurm.Submit(ctx, h.pilotArgs(r, gid, req))
+	ids := make([]string, len(intents))
+	errs := make([]error, len(intents))
+	sem := make(chan struct{}, maxConcurrentSbatch)
+	var wg sync.WaitGroup
+	for i, p := range intents {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ids[i], errs[i] = h.Slurm.Submit(ctx, h.pilotArgs(r, gid, p))
+		}()
+	}
+	wg.Wait()
+	failed, first := 0, error(nil)
+	for _, err := range errs {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			failed++
+		}
+	}
+	if failed > 0 {
+		return ids, fmt.Errorf("%d of %d pilots not submitted: %w", failed, len(ids), first)
+	}
+	return ids, nil
+}
+
+// maxConcurrentSbatch bounds the sbatches of one request run at once.
+const maxConcurrentSbatch = 4
+
+// PilotMinutes is a pilot's --time in whole minutes (rounded up), 0 for
+// UNLIMITED, at most a year.
+func PilotMinutes(limit time.Duration) int {
+	if limit == cluster.Unlimited || limit <= 0 {
+		return 0
+	}
+	return int(min((limit+time.Minute-1)/time.Minute, maxPilotMinutes))
 }
 
 // pilotArgs is a pilot's sbatch command line (after sbatch --parsable).
-func (h *Handler) pilotArgs(r *spool.Record, gid int, req Request) []string {
-	p := h.Pilots
+func (h *Handler) pilotArgs(r *spool.Record, gid int, p spool.PilotJob) []string {
+	pp := h.Pilots
 	limit := "UNLIMITED"
-	if req.Minutes > 0 {
-		limit = strconv.Itoa(req.Minutes)
+	if m := PilotMinutes(p.TimeLimit); m > 0 {
+		limit = strconv.Itoa(m)
 	}
 	args := []string{
 		"--uid=" + strconv.Itoa(r.UID), "--gid=" + strconv.Itoa(gid),
-		"--partition=" + p.Partition,
+		"--partition=" + pp.Partition,
 		"--nodes=1", "--exclusive", "--export=NONE", "--no-requeue",
-		"--signal=B:TERM@" + strconv.Itoa(int(p.Grace.Seconds())),
+		"--signal=B:TERM@" + strconv.Itoa(int(pp.Grace.Seconds())),
 		"--time=" + limit,
-		"--job-name=glean-pilot", "--comment=" + PilotComment(req.Token),
+		"--job-name=glean-pilot", "--comment=" + PilotComment(p.Token),
 		"--output=/dev/null", "--error=/dev/null", "--chdir=/tmp",
 	}
-	if p.QOS != "" {
-		args = append(args, "--qos="+p.QOS)
+	if pp.QOS != "" {
+		args = append(args, "--qos="+pp.QOS)
 	}
-	if p.Account != "" {
-		args = append(args, "--account="+p.Account)
+	if pp.Account != "" {
+		args = append(args, "--account="+pp.Account)
 	}
-	if req.Node != "" {
-		args = append(args, "--nodelist="+req.Node)
+	if p.Node != "" {
+		args = append(args, "--nodelist="+p.Node)
 	}
-	args = append(args, p.Script, p.Agent, "pilot", "--job", r.DirName())
-	if p.Config != "" {
-		args = append(args, "--config", p.Config)
+	args = append(args, pp.Script, pp.Agent, "pilot", "--job", r.DirName())
+	if pp.Config != "" {
+		args = append(args, "--config", pp.Config)
 	}
 	return args
 }
 
-// cancelPilot cancels a pilot the record names, after squeue shows it as
-// the record's user's job in the pilot partition.
-func (h *Handler) cancelPilot(ctx context.Context, req Request) error {
+// onPilot cancels or signals a pilot the record names, after squeue shows
+// it as the record's user's job in the pilot partition: cancel-pilot
+// scancels it (TERM to all its processes, KILL after KillWait),
+// signal-pilot sends TERM to its batch shell alone (the agent, which
+// stops its tasks within the grace, hands them back and exits, so that
+// the pilot ends), cancel-pending-pilot cancels it only if it has not
+// started.
+func (h *Handler) onPilot(ctx context.Context, req Request) error {
 	r, err := h.ownedRecord(req.Record)
 	if err != nil {
 		return err
@@ -105,6 +168,12 @@ func (h *Handler) cancelPilot(ctx context.Context, req Request) error {
 			return refuse("job %s belongs to %s, not to %s whose pilot glean recorded", req.Job, j.User, r.User)
 		case j.Partition != h.Pilots.Partition:
 			return refuse("job %s is in partition %s, not the pilot partition %s", req.Job, j.Partition, h.Pilots.Partition)
+		}
+		switch req.Op {
+		case OpSignalPilot:
+			return h.Slurm.Cancel(ctx, req.Job, "B:TERM")
+		case OpCancelPendingPilot:
+			return h.Slurm.CancelPending(ctx, req.Job)
 		}
 		return h.Slurm.Cancel(ctx, req.Job, "")
 	}

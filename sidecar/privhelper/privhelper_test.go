@@ -9,17 +9,23 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/glean-hpc/glean/sidecar/cluster"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
-const tok = "0123456789abcdef0123456789abcdef"
+const (
+	tok  = "0123456789abcdef0123456789abcdef"
+	tok2 = "fedcba9876543210fedcba9876543210"
+)
 
 func TestDecodeRequest(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,23 +47,27 @@ func TestDecodeRequest(t *testing.T) {
 		{"two objects", `{"op":"hold","job":"1"}{"op":"cancel","job":"2"}`, Request{}, "data after the JSON object"},
 		{"not JSON", `hold 101`, Request{}, "malformed request"},
 		{"array", `[]`, Request{}, "malformed request"},
-		{"submit-pilot", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":5,"node":"c1","token":"0123456789abcdef0123456789abcdef"}`,
-			Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5, Node: "c1", Token: tok}, ""},
-		{"submit-pilot without a token", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":5}`, Request{}, "bad token"},
-		{"submit-pilot with a comment injection", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","token":"x --uid=0"}`, Request{}, "bad token"},
-		{"submit-pilot with a job id", `{"op":"submit-pilot","job":"5","record":"1500.0190aaaaaaaa-12345678","token":"0123456789abcdef0123456789abcdef"}`, Request{}, "takes no job id"},
-		{"submit-pilot with a path", `{"op":"submit-pilot","record":"../../etc"}`, Request{}, "bad record name"},
-		{"submit-pilot with an option for a node", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"--uid=0","token":"0123456789abcdef0123456789abcdef"}`, Request{}, "bad node name"},
-		{"submit-pilot with a hostlist", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","node":"c[1-24]","token":"0123456789abcdef0123456789abcdef"}`, Request{}, "bad node name"},
-		{"submit-pilot with a negative limit", `{"op":"submit-pilot","record":"1500.0190aaaaaaaa-12345678","minutes":-1,"token":"0123456789abcdef0123456789abcdef"}`, Request{}, "bad time limit"},
+		{"submit-pilots", `{"op":"submit-pilots","record":"1500.0190aaaaaaaa-12345678","tokens":["0123456789abcdef0123456789abcdef","fedcba9876543210fedcba9876543210"]}`,
+			Request{Op: OpSubmitPilots, Record: "1500.0190aaaaaaaa-12345678", Tokens: []string{tok, tok2}}, ""},
+		{"submit-pilots without a token", `{"op":"submit-pilots","record":"1500.0190aaaaaaaa-12345678"}`, Request{}, "takes 1 to 64 tokens"},
+		{"submit-pilots with a token twice", `{"op":"submit-pilots","record":"1500.0190aaaaaaaa-12345678","tokens":["0123456789abcdef0123456789abcdef","0123456789abcdef0123456789abcdef"]}`, Request{}, "given twice"},
+		{"submit-pilots with a comment injection", `{"op":"submit-pilots","record":"1500.0190aaaaaaaa-12345678","tokens":["x --uid=0"]}`, Request{}, "bad token"},
+		{"submit-pilots with a job id", `{"op":"submit-pilots","job":"5","record":"1500.0190aaaaaaaa-12345678","tokens":["0123456789abcdef0123456789abcdef"]}`, Request{}, "takes no job id"},
+		{"submit-pilots with a path", `{"op":"submit-pilots","record":"../../etc"}`, Request{}, "bad record name"},
+		{"submit-pilots with a node", `{"op":"submit-pilots","record":"1500.0190aaaaaaaa-12345678","node":"--uid=0","tokens":["0123456789abcdef0123456789abcdef"]}`, Request{}, `unknown field "node"`},
+		{"submit-pilots with a time limit", `{"op":"submit-pilots","record":"1500.0190aaaaaaaa-12345678","minutes":5,"tokens":["0123456789abcdef0123456789abcdef"]}`, Request{}, `unknown field "minutes"`},
+		{"signal-pilot", `{"op":"signal-pilot","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{Op: OpSignalPilot, Record: "1500.0190aaaaaaaa-12345678", Job: "77"}, ""},
+		{"cancel-pending-pilot", `{"op":"cancel-pending-pilot","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{Op: OpCancelPendingPilot, Record: "1500.0190aaaaaaaa-12345678", Job: "77"}, ""},
+		{"signal-pilot without a record", `{"op":"signal-pilot","job":"77"}`, Request{}, "bad record name"},
+		{"cancel-pilot with tokens", `{"op":"cancel-pilot","record":"1500.0190aaaaaaaa-12345678","job":"77","tokens":["0123456789abcdef0123456789abcdef"]}`, Request{}, "takes no tokens"},
 		{"cancel-pilot", `{"op":"cancel-pilot","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{Op: OpCancelPilot, Record: "1500.0190aaaaaaaa-12345678", Job: "77"}, ""},
 		{"cancel with a record", `{"op":"cancel","record":"1500.0190aaaaaaaa-12345678","job":"77"}`, Request{}, "takes no record"},
-		{"hold with a node", `{"op":"hold","job":"77","node":"c1"}`, Request{}, "takes no time limit or node"},
+		{"hold with tokens", `{"op":"hold","job":"77","tokens":[]}`, Request{}, "takes no tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := DecodeRequest([]byte(tc.line))
 			if tc.err == "" {
-				if err != nil || got != tc.want {
+				if err != nil || !reflect.DeepEqual(got, tc.want) {
 					t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 				}
 				return
@@ -87,16 +97,20 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("accepted op %q", req.Op)
 		}
 		switch req.Op {
-		case OpSubmitPilot:
-			if req.Job != "" || !validRecordName(req.Record) || !isHex32(req.Token) || req.Minutes < 0 || req.Minutes > maxPilotMinutes ||
-				(req.Node != "" && (!validNodeName(req.Node) || strings.HasPrefix(req.Node, "-"))) {
+		case OpSubmitPilots:
+			if req.Job != "" || !validRecordName(req.Record) || len(req.Tokens) == 0 || len(req.Tokens) > MaxPilotsPerRequest {
 				t.Fatalf("accepted %+v", req)
+			}
+			for _, tk := range req.Tokens {
+				if !isHex32(tk) {
+					t.Fatalf("accepted %+v", req)
+				}
 			}
 		default:
-			if !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") || req.Minutes != 0 || req.Node != "" || req.Token != "" {
+			if !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") || req.Tokens != nil {
 				t.Fatalf("accepted %+v", req)
 			}
-			if (req.Op == OpCancelPilot) != (req.Record != "") || (req.Record != "" && !validRecordName(req.Record)) {
+			if pilotOp(req.Op) != (req.Record != "") || (req.Record != "" && !validRecordName(req.Record)) {
 				t.Fatalf("accepted %+v", req)
 			}
 		}
@@ -105,10 +119,12 @@ func FuzzDecodeRequest(f *testing.F) {
 
 // fakeSlurm answers squeue from jobs and records every other command.
 type fakeSlurm struct {
-	mu    sync.Mutex
-	jobs  []qjob
-	fail  error // squeue fails
-	calls []string
+	mu       sync.Mutex
+	jobs     []qjob
+	fail     error  // squeue fails
+	failWith string // an sbatch whose command line holds this fails
+	next     int    // sbatch ids: 4242, 4243, ...
+	calls    []string
 }
 
 func (f *fakeSlurm) Run(_ context.Context, argv []string) ([]byte, error) {
@@ -117,7 +133,11 @@ func (f *fakeSlurm) Run(_ context.Context, argv []string) ([]byte, error) {
 	if argv[0] != "squeue" {
 		f.calls = append(f.calls, strings.Join(argv, " "))
 		if argv[0] == "sbatch" {
-			return []byte("4242\n"), nil
+			if f.failWith != "" && strings.Contains(strings.Join(argv, " "), f.failWith) {
+				return nil, errors.New("sbatch: error: Batch job submission failed: Socket timed out")
+			}
+			f.next++
+			return []byte(fmt.Sprintf("%d\n", 4241+f.next)), nil
 		}
 		return nil, nil
 	}
@@ -172,6 +192,15 @@ func newFixture(t *testing.T) *fixture {
 			return "", fmt.Errorf("no uid %d", uid)
 		},
 	}}
+}
+
+// intents adds pilots to a record and writes it.
+func (fx *fixture) intents(t *testing.T, r *spool.Record, ps ...spool.PilotJob) {
+	t.Helper()
+	r.PilotJobs = append(r.PilotJobs, ps...)
+	if err := fx.rs.Put(r); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // record writes a record of uid's entry with anchor and shadow, and
@@ -319,35 +348,60 @@ func TestHandleChecks(t *testing.T) {
 			fx.slurm.jobs = jobs
 			return Request{Op: OpHold, Job: "101"}
 		}, "not a job glean recorded", ""},
-		{"submit a pilot for a queued job", func(t *testing.T, fx *fixture) Request {
+		{"submit a queued job's pilots", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, Node: "c3", TimeLimit: 17 * time.Minute},
+				spool.PilotJob{Token: tok2, TimeLimit: cluster.Unlimited})
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 17, Node: "c3", Token: tok}
-		}, "", "sbatch --parsable --uid=1500 --gid=1500 --partition=pilot --nodes=1 --exclusive --export=NONE --no-requeue --signal=B:TERM@60 --time=17 --job-name=glean-pilot --comment=glean-pilot:0123456789abcdef0123456789abcdef --output=/dev/null --error=/dev/null --chdir=/tmp --nodelist=c3 /opt/glean/pilot.sh /opt/glean/glean-agent pilot --job RECORD --config /etc/glean/glean.toml"},
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok, tok2}}
+		}, "", "sbatch --parsable --uid=1500 --gid=1500 --partition=pilot --nodes=1 --exclusive --export=NONE --no-requeue --signal=B:TERM@60 --time=17 --job-name=glean-pilot --comment=glean-pilot:0123456789abcdef0123456789abcdef --output=/dev/null --error=/dev/null --chdir=/tmp --nodelist=c3 /opt/glean/pilot.sh /opt/glean/glean-agent pilot --job RECORD --config /etc/glean/glean.toml," +
+			"sbatch --parsable --uid=1500 --gid=1500 --partition=pilot --nodes=1 --exclusive --export=NONE --no-requeue --signal=B:TERM@60 --time=UNLIMITED --job-name=glean-pilot --comment=glean-pilot:fedcba9876543210fedcba9876543210 --output=/dev/null --error=/dev/null --chdir=/tmp /opt/glean/pilot.sh /opt/glean/glean-agent pilot --job RECORD --config /etc/glean/glean.toml"},
+		{"submit a pilot the record does not hold", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, TimeLimit: time.Minute})
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok, tok2}}
+		}, "holds no pilot with token " + tok2, ""},
+		{"submit a pilot twice", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{ID: "700", Token: tok, TimeLimit: time.Minute})
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok}}
+		}, "was submitted already (job 700)", ""},
+		{"submit a pilot whose recorded node is an option", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, Node: "--uid=0", TimeLimit: time.Minute})
+			fx.slurm.jobs = jobs
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok}}
+		}, "bad node name", ""},
 		{"submit a pilot for an ended job", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateDone, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, TimeLimit: time.Minute})
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok}}
 		}, "pilots are for queued or running jobs", ""},
 		{"submit a pilot for a system account", func(t *testing.T, fx *fixture) Request {
 			fx.h.Users = func(int) (string, error) { return "daemon", nil }
 			r, jobs := fx.record(t, 2, "daemon", spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, TimeLimit: time.Minute})
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok}}
 		}, "is a system account", ""},
 		{"submit a pilot for root", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, 0, "root", spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, TimeLimit: time.Minute})
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok}}
 		}, "does not act for root", ""},
 		{"submit a pilot whose anchor is another's", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "")
+			fx.intents(t, r, spool.PilotJob{Token: tok, TimeLimit: time.Minute})
 			jobs[0].User = "bob"
 			fx.slurm.jobs = jobs
-			return Request{Op: OpSubmitPilot, Record: r.DirName(), Minutes: 5, Token: tok}
+			return Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: []string{tok}}
 		}, "belongs to bob", ""},
 		{"submit a pilot for a record that does not exist", func(t *testing.T, fx *fixture) Request {
-			return Request{Op: OpSubmitPilot, Record: "1500.0190aaaaaaaa-12345678", Minutes: 5, Token: tok}
+			return Request{Op: OpSubmitPilots, Record: "1500.0190aaaaaaaa-12345678", Tokens: []string{tok}}
 		}, "record 1500.0190aaaaaaaa-12345678", ""},
 		{"cancel a recorded pilot", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
@@ -356,6 +410,29 @@ func TestHandleChecks(t *testing.T) {
 			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: alice})
 			return Request{Op: OpCancelPilot, Record: r.DirName(), Job: "500"}
 		}, "", "scancel 500"},
+		{"signal a recorded pilot's batch shell (give way)", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			fx.intents(t, r, spool.PilotJob{ID: "500"})
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: alice})
+			return Request{Op: OpSignalPilot, Record: r.DirName(), Job: "500"}
+		}, "", "scancel --signal=TERM --batch 500"},
+		{"cancel a recorded pilot only if pending", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			fx.intents(t, r, spool.PilotJob{ID: "500"})
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "PENDING", Partition: "pilot", User: alice})
+			return Request{Op: OpCancelPendingPilot, Record: r.DirName(), Job: "500"}
+		}, "", "scancel --state=PENDING 500"},
+		{"signal a job the record does not name as a pilot", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: alice})
+			return Request{Op: OpSignalPilot, Record: r.DirName(), Job: "500"}
+		}, "not a pilot of record", ""},
+		{"cancel-pending a pilot id that is now another user's job", func(t *testing.T, fx *fixture) Request {
+			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+			fx.intents(t, r, spool.PilotJob{ID: "500"})
+			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "PENDING", Partition: "pilot", User: "bob"})
+			return Request{Op: OpCancelPendingPilot, Record: r.DirName(), Job: "500"}
+		}, "belongs to bob", ""},
 		{"cancel a job the record does not name as a pilot", func(t *testing.T, fx *fixture) Request {
 			r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
 			fx.slurm.jobs = append(jobs, qjob{ID: "500", ArrayID: "500", State: "RUNNING", Partition: "pilot", User: alice})
@@ -399,6 +476,7 @@ func TestHandleChecks(t *testing.T) {
 			fx := newFixture(t)
 			req := tc.setup(t, fx)
 			_, err := fx.h.Handle(context.Background(), req)
+			slices.Sort(fx.slurm.calls) // a request's sbatches run concurrently
 			calls := strings.Join(fx.slurm.calls, ",")
 			tc.call = strings.ReplaceAll(tc.call, "RECORD", req.Record)
 			if tc.refuse == "" {
@@ -414,6 +492,26 @@ func TestHandleChecks(t *testing.T) {
 				t.Errorf("acted although refused: %s", calls)
 			}
 		})
+	}
+}
+
+// One request submits a record's pilots; one that fails leaves its
+// place empty and the others keep their ids.
+func TestSubmitPilotsPartly(t *testing.T) {
+	fx := newFixture(t)
+	r, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "")
+	toks := []string{tok, tok2, "00000000000000000000000000000003"}
+	for _, tk := range toks {
+		fx.intents(t, r, spool.PilotJob{Token: tk, TimeLimit: 5 * time.Minute})
+	}
+	fx.slurm.jobs = jobs
+	fx.slurm.failWith = "glean-pilot:" + tok2
+	ids, err := fx.h.Handle(context.Background(), Request{Op: OpSubmitPilots, Record: r.DirName(), Tokens: toks})
+	if err == nil || IsRefusal(err) || !strings.Contains(err.Error(), "1 of 3 pilots not submitted") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(ids) != 3 || ids[0] == "" || ids[1] != "" || ids[2] == "" || ids[0] == ids[2] {
+		t.Fatalf("ids %q", ids)
 	}
 }
 
@@ -471,7 +569,7 @@ func FuzzParseQueue(f *testing.F) {
 // doFunc adapts a function to Doer.
 type doFunc func(ctx context.Context, req Request) error
 
-func (f doFunc) Handle(ctx context.Context, req Request) (string, error) { return "", f(ctx, req) }
+func (f doFunc) Handle(ctx context.Context, req Request) ([]string, error) { return nil, f(ctx, req) }
 
 // serve runs a Server on a socket in a fresh directory until the test ends.
 func serve(t *testing.T, daemonUID int, do Doer) (socket string, logs *syncBuf) {

@@ -25,9 +25,13 @@ import (
 
 // Size caps of one request and one response line, newline included.
 const (
-	MaxRequestBytes  = 1024
+	MaxRequestBytes  = 4096
 	MaxResponseBytes = 4096
 )
+
+// MaxPilotsPerRequest bounds the pilots of one submit-pilots request
+// (its tokens fit in MaxRequestBytes, its ids in MaxResponseBytes).
+const MaxPilotsPerRequest = 64
 
 // Operations.
 const (
@@ -35,27 +39,35 @@ const (
 	OpRelease       = "release"        // release any hold
 	OpCancel        = "cancel"         // scancel the whole job
 	OpCancelPending = "cancel-pending" // scancel the pending elements of a shadow array
-	OpSubmitPilot   = "submit-pilot"   // a pilot for a recorded job, as its owner, with fixed parameters
-	OpCancelPilot   = "cancel-pilot"   // scancel a pilot the record names
+	// Pilots: each names the Record (jobs/<uid>.<id>) whose pilot it is.
+	OpSubmitPilots       = "submit-pilots"        // the pilots the record holds as intents (by token), as its owner, with fixed parameters
+	OpCancelPilot        = "cancel-pilot"         // scancel a pilot the record names: TERM to all, KILL after KillWait
+	OpSignalPilot        = "signal-pilot"         // give way: TERM to the pilot's batch shell (its agent) alone
+	OpCancelPendingPilot = "cancel-pending-pilot" // scancel a pilot the record names only if it is still pending
 )
 
 var ops = map[string]bool{OpHold: true, OpRelease: true, OpCancel: true, OpCancelPending: true,
-	OpSubmitPilot: true, OpCancelPilot: true}
+	OpSubmitPilots: true, OpCancelPilot: true, OpSignalPilot: true, OpCancelPendingPilot: true}
 
-// Request is what gleand asks. Every op but submit-pilot names Job;
-// submit-pilot and cancel-pilot name the Record (jobs/<uid>.<id>) whose
-// pilot it is; submit-pilot takes only a time limit and optionally the
-// node it was sized for: every other parameter is the site's.
+// pilotOp: the ops on one pilot of a record.
+func pilotOp(op string) bool {
+	return op == OpCancelPilot || op == OpSignalPilot || op == OpCancelPendingPilot
+}
+
+// Request is what gleand asks. Every op but submit-pilots names Job; the
+// pilot ops name the Record (jobs/<uid>.<id>) whose pilot it is.
+// submit-pilots names only the record and the tokens of the pilots the
+// record holds as intents: their time limits and nodes are the record's,
+// every other parameter is the site's.
 type Request struct {
-	Op      string `json:"op"`
-	Job     string `json:"job,omitempty"`     // a whole job id: an anchor, a shadow array or a pilot
-	Record  string `json:"record,omitempty"`  // submit-pilot, cancel-pilot
-	Minutes int    `json:"minutes,omitempty"` // submit-pilot: the time limit; 0 = UNLIMITED
-	Node    string `json:"node,omitempty"`    // submit-pilot: --nodelist, or ""
-	// Token (submit-pilot): 32 hex digits the daemon recorded before
-	// asking; the pilot carries it in its comment, so that a daemon that
-	// died before recording the id finds its pilot again.
-	Token string `json:"token,omitempty"`
+	Op     string `json:"op"`
+	Job    string `json:"job,omitempty"`    // a whole job id: an anchor, a shadow array or a pilot
+	Record string `json:"record,omitempty"` // the pilot ops
+	// Tokens (submit-pilots): 32 hex digits each, recorded by the daemon
+	// (with the pilot's node and time limit) before it asks; a pilot
+	// carries its token in its comment, so that a daemon that died before
+	// recording the id finds its pilot again.
+	Tokens []string `json:"tokens,omitempty"`
 }
 
 // Response is the helper's answer. Error is one line.
@@ -63,7 +75,9 @@ type Response struct {
 	OK      bool   `json:"ok"`
 	Refused bool   `json:"refused,omitempty"` // the checks refused; nothing was done
 	Error   string `json:"error,omitempty"`
-	Job     string `json:"job,omitempty"` // submit-pilot: the new pilot's id
+	// Jobs (submit-pilots): the new pilots' ids in the order of the
+	// tokens, "" for one whose sbatch failed (Error says why).
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // Refusal is a request the helper will not act on, with the reason the
@@ -88,40 +102,44 @@ func DecodeRequest(line []byte) (Request, error) {
 		return Request{}, refuse("malformed request: data after the JSON object")
 	}
 	if !ops[req.Op] {
-		return Request{}, refuse("unknown op %q (hold, release, cancel, cancel-pending, submit-pilot or cancel-pilot)", clip(req.Op))
+		return Request{}, refuse("unknown op %q (hold, release, cancel, cancel-pending, submit-pilots, cancel-pilot, signal-pilot or cancel-pending-pilot)", clip(req.Op))
 	}
 	switch req.Op {
-	case OpSubmitPilot:
+	case OpSubmitPilots:
 		if req.Job != "" {
-			return Request{}, refuse("submit-pilot takes no job id")
+			return Request{}, refuse("submit-pilots takes no job id")
 		}
 	default:
 		if !slurm.ValidJobID(req.Job) || strings.Contains(req.Job, "_") {
 			return Request{}, refuse("bad job id %q: want a whole job id", clip(req.Job))
 		}
 	}
-	switch req.Op {
-	case OpSubmitPilot, OpCancelPilot:
+	switch {
+	case req.Op == OpSubmitPilots || pilotOp(req.Op):
 		if !validRecordName(req.Record) {
 			return Request{}, refuse("bad record name %q: want <uid>.<entry id>", clip(req.Record))
 		}
-	default:
-		if req.Record != "" {
-			return Request{}, refuse("%s takes no record", req.Op)
-		}
+	case req.Record != "":
+		return Request{}, refuse("%s takes no record", req.Op)
 	}
-	if req.Op == OpSubmitPilot {
-		if req.Minutes < 0 || req.Minutes > maxPilotMinutes {
-			return Request{}, refuse("bad time limit %d minutes (0 = UNLIMITED, at most %d)", req.Minutes, maxPilotMinutes)
+	if req.Op != OpSubmitPilots {
+		if req.Tokens != nil {
+			return Request{}, refuse("%s takes no tokens", req.Op)
 		}
-		if req.Node != "" && !validNodeName(req.Node) {
-			return Request{}, refuse("bad node name %q", clip(req.Node))
+		return req, nil
+	}
+	if len(req.Tokens) == 0 || len(req.Tokens) > MaxPilotsPerRequest {
+		return Request{}, refuse("submit-pilots takes 1 to %d tokens, not %d", MaxPilotsPerRequest, len(req.Tokens))
+	}
+	seen := make(map[string]bool, len(req.Tokens))
+	for _, t := range req.Tokens {
+		if !isHex32(t) {
+			return Request{}, refuse("bad token %q: want 32 hex digits", clip(t))
 		}
-		if !isHex32(req.Token) {
-			return Request{}, refuse("bad token %q: want 32 hex digits", clip(req.Token))
+		if seen[t] {
+			return Request{}, refuse("token %s given twice", t)
 		}
-	} else if req.Minutes != 0 || req.Node != "" || req.Token != "" {
-		return Request{}, refuse("%s takes no time limit or node", req.Op)
+		seen[t] = true
 	}
 	return req, nil
 }

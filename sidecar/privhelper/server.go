@@ -25,9 +25,10 @@ const (
 	SocketMode = 0o660
 )
 
-// Doer handles one valid request (Handler in production).
+// Doer handles one valid request (Handler in production). jobs are the
+// new pilots of submit-pilots (with an error too when some failed).
 type Doer interface {
-	Handle(ctx context.Context, req Request) (job string, err error)
+	Handle(ctx context.Context, req Request) (jobs []string, err error)
 }
 
 var _ Doer = (*Handler)(nil)
@@ -155,20 +156,22 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	req, err := DecodeRequest(line)
-	var job string
+	var jobs []string
 	if err == nil {
 		log = log.With("op", req.Op, "job", req.Job, "record", req.Record)
-		job, err = s.Do.Handle(ctx, req)
+		jobs, err = s.Do.Handle(ctx, req)
 	}
 	switch {
+	case err == nil && len(jobs) > 0:
+		log.Info("done", "new_jobs", jobs)
 	case err == nil:
-		log.Info("done", "new_job", job)
+		log.Info("done")
 	case IsRefusal(err):
 		log.Warn("refused", "reason", err)
 	default:
 		log.Error("failed", "err", err)
 	}
-	answerJob(c, job, err)
+	answerJobs(c, jobs, err)
 }
 
 // peer returns the connecting process's uid and pid (SO_PEERCRED: the
@@ -209,11 +212,11 @@ func readLine(r io.Reader, max int) ([]byte, error) {
 }
 
 // answer writes the response to err (nil: done).
-func answer(w io.Writer, err error) { answerJob(w, "", err) }
+func answer(w io.Writer, err error) { answerJobs(w, nil, err) }
 
-// answerJob writes the response, with a new job's id.
-func answerJob(w io.Writer, job string, err error) {
-	resp := Response{OK: err == nil, Job: job}
+// answerJobs writes the response, with new jobs' ids.
+func answerJobs(w io.Writer, jobs []string, err error) {
+	resp := Response{OK: err == nil, Jobs: jobs}
 	if err != nil {
 		resp.Refused = IsRefusal(err)
 		resp.Error = oneLine(err.Error())

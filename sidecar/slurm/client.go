@@ -22,6 +22,10 @@ const maxProblems = 50
 // if R is.
 type Client struct {
 	R Runner
+	// Ended: Snapshot lists the jobs that ended within MinJobAge too
+	// (squeue -t all), with their final states, so that one snapshot also
+	// answers for anchors that were cancelled and for dependencies (gleand).
+	Ended bool
 
 	mu      sync.Mutex
 	cfg     cluster.SchedConfig
@@ -52,7 +56,11 @@ func (c *Client) Snapshot(ctx context.Context, now time.Time) *cluster.Snapshot 
 		}()
 	}
 	seal := NewSeal()
-	read(0, SqueueArgv(seal), func(r io.Reader) (errs []error) { s.Jobs, errs = ParseSqueue(r, seal); return })
+	argv := SqueueArgv(seal)
+	if c.Ended {
+		argv = SqueueAllArgv(seal)
+	}
+	read(0, argv, func(r io.Reader) (errs []error) { s.Jobs, errs = ParseSqueue(r, seal); return })
 	read(1, SinfoArgv(), func(r io.Reader) (errs []error) { s.Nodes, errs = ParseSinfo(r); return })
 	read(2, PartitionsArgv(), func(r io.Reader) (errs []error) { s.Partitions, errs = ParsePartitions(r); return })
 	if cfg, ok := c.cachedConfig(); ok {

@@ -54,6 +54,12 @@ func SqueueArgv(seal string) []string {
 	return []string{"squeue", "-h", "-a", "-o", squeueFormat + sealMark + seal + "\x1e"}
 }
 
+// SqueueAllArgv is SqueueArgv for jobs in every state, ended ones
+// included (Slurm keeps them for MinJobAge).
+func SqueueAllArgv(seal string) []string {
+	return []string{"squeue", "-h", "-a", "-t", "all", "-o", squeueFormat + sealMark + seal + "\x1e"}
+}
+
 // ParseSqueue parses SqueueArgv's output. A record with a bad field is
 // dropped with an error naming the record and the field; the others are
 // returned in squeue's order.

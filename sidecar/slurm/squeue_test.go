@@ -28,6 +28,9 @@ func TestSqueueFormatMatchesFields(t *testing.T) {
 	if a := SqueueArgv(testSeal); strings.Join(a[:4], " ") != "squeue -h -a -o" || a[4] != squeueFormat+"\x1d"+testSeal+"\x1e" {
 		t.Fatalf("SqueueArgv() = %q", a)
 	}
+	if a := SqueueAllArgv(testSeal); strings.Join(a[:6], " ") != "squeue -h -a -t all -o" || a[6] != squeueFormat+"\x1d"+testSeal+"\x1e" {
+		t.Fatalf("SqueueAllArgv() = %q", a)
+	}
 }
 
 // The fixture is refreshed from the real cluster by

@@ -97,6 +97,10 @@ type Record struct {
 	// cancelled or gone, so a daemon that died in between cancels them
 	// after its restart.
 	Cancel []string `json:"cancel,omitempty"`
+	// Release are such jobs a rejection still has to release: a rejected
+	// entry's verified anchor runs, as the user, to write the reason into
+	// the user's -o file. Removed once released or gone, as Cancel.
+	Release []string `json:"release,omitempty"`
 	// Pending is a job event written with the record before it is
 	// appended to the journal; a daemon that died in between appends it
 	// at its start if the journal's tail does not hold it (JournalPending).
@@ -124,6 +128,13 @@ type PilotJob struct {
 	// record keeps the entry, for its agent's control file, until the
 	// pilot ends.
 	MovedTo string `json:"moved_to,omitempty"`
+
+	// Signalled: when glean gave way by sending TERM to the running
+	// pilot's agent alone (it stops its tasks within the grace and
+	// exits); Killed: glean scancelled it after that (it was still there
+	// after the grace).
+	Signalled time.Time `json:"signalled,omitzero"`
+	Killed    bool      `json:"killed,omitempty"`
 }
 
 // Counts are a job's tasks by state.
@@ -399,15 +410,30 @@ type Event struct {
 // appended, so that a committed line is never glued onto a torn one and
 // lost when read.
 func (rs *Records) Journal(r *Record, ev Event) error {
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return err
+	return rs.JournalAll(r, []Event{ev})
+}
+
+// JournalAll appends evs to the record's journal with one write and one
+// fsync: the daemon commits a round's attempts of a job at once (1,000
+// results are one fsync, not 1,000). The journal holds all of evs or
+// none, with the torn-line repair of Journal.
+func (rs *Records) JournalAll(r *Record, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var buf []byte
+	for _, ev := range evs {
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, line...), '\n')
 	}
 	f, err := rs.root.OpenFile(filepath.Join(r.DirName(), JournalFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	werr := appendLine(f, append(line, '\n'), rs.Fail)
+	werr := appendLine(f, buf, rs.Fail)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
@@ -417,8 +443,8 @@ func (rs *Records) Journal(r *Record, ev Event) error {
 	return nil
 }
 
-// appendLine appends one whole line to f (opened O_APPEND, read-write)
-// and fsyncs it; see Journal.
+// appendLine appends whole lines to f (opened O_APPEND, read-write) and
+// fsyncs them; see Journal.
 func appendLine(f *os.File, line []byte, fail *failpoint.Set) error {
 	st, err := f.Stat()
 	if err != nil {

@@ -88,20 +88,56 @@ type run struct {
 func main() {
 	out := flag.String("out", "demo-out", "directory for the plots")
 	keep := flag.Bool("keep", false, "keep the clusters' and glean's directories (logs) after a successful run")
+	started := flag.Int64("started", 0, "when `make demo` started (Unix seconds): the budget counts from then (0: now)")
+	budget := flag.Duration("budget", 10*time.Minute, "the whole demo's time budget: it stops with an error past it")
 	flag.Parse()
-	if err := demo(*out, *keep); err != nil {
+	begin := time.Now()
+	if *started > 0 {
+		begin = time.Unix(*started, 0)
+	}
+	if err := demo(*out, *keep, begin, *budget); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func demo(outDir string, keep bool) (err error) {
+// step prints what the demo is doing and, every 10 s while it takes, that
+// it is still at it; then how long it took.
+func step(begin time.Time, what string, do func() error) error {
+	t0 := time.Now()
+	fmt.Printf("[%s] %s ...\n", clock(time.Since(begin)), what)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				fmt.Printf("[%s]   still %s (%v so far)\n", clock(time.Since(begin)), what, time.Since(t0).Round(time.Second))
+			}
+		}
+	}()
+	err := do()
+	close(done)
+	if err == nil {
+		fmt.Printf("[%s]   done in %v\n", clock(time.Since(begin)), time.Since(t0).Round(100*time.Millisecond))
+	}
+	return err
+}
+
+func demo(outDir string, keep bool, begin time.Time, budget time.Duration) (err error) {
 	if why := slurmtest.Unavailable(); why != "" {
 		return errors.New(why)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	begin := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, begin.Add(budget))
+	defer cancel()
+	overBudget := func(during string) error {
+		return fmt.Errorf("the demo's budget of %v ran out %s (started %s ago)", budget, during, time.Since(begin).Round(time.Second))
+	}
 	fmt.Printf("make demo: the same workload on two fresh %d-node loopback Slurm 22.05 clusters at the same time:\n", nodes)
 	fmt.Printf("  %s: the elastic array submitted as a plain array with Slurm's own sbatch (no glean)\n", slurmOnly)
 	fmt.Printf("  %s: the same array with `sbatch --glean` (fair mode), gleand running\n", withGlean)
@@ -111,18 +147,32 @@ func demo(outDir string, keep bool) (err error) {
 	}
 	fmt.Printf("  elastic: --array=0-%d, one node per task, no -t, each task runs %v\n", tasks-1, taskRun)
 
+	fmt.Println()
+
 	runs := []*run{{mode: slurmOnly}, {mode: withGlean}}
 	defer func() {
 		for _, r := range runs {
 			r.teardown(err == nil && !keep)
 		}
 	}()
-	for _, r := range runs {
-		if r.c, err = slurmtest.Up(slurmtest.Options{Nodes: nodes}); err != nil {
+	for i, r := range runs {
+		if err := step(begin, fmt.Sprintf("starting the %s cluster (%d nodes, its own munged, slurmctld and slurmds)", r.mode, nodes), func() error {
+			var err error
+			r.c, err = slurmtest.Up(slurmtest.Options{Nodes: nodes})
+			return err
+		}); err != nil {
 			return err
 		}
 		// glean is installed on both (users, spool, binaries); it runs only on one.
-		if r.e, err = gleantest.New(r.c, gleantest.Options{Grace: "10s", Margin: "20s"}); err != nil {
+		what := "building glean (go build of glean, gleand, glean-agent, glean-helper) and installing it"
+		if i > 0 {
+			what = "installing glean on the second cluster (the build is cached)"
+		}
+		if err := step(begin, what, func() error {
+			var err error
+			r.e, err = gleantest.New(r.c, gleantest.Options{Grace: "10s", Margin: "20s"})
+			return err
+		}); err != nil {
 			return err
 		}
 		if err := r.prepare(); err != nil {
@@ -135,10 +185,15 @@ func demo(outDir string, keep bool) (err error) {
 	}
 	runs[0].sbatch = real
 	runs[1].sbatch, runs[1].flags = "sbatch", []string{"--glean"}
-	if err := runs[1].e.Launch(); err != nil {
+	if err := step(begin, "starting glean-helper (root) and gleand (as the glean user)", runs[1].e.Launch); err != nil {
 		return err
 	}
-	fmt.Printf("clusters up, glean built and started (%v)\n\n", time.Since(begin).Round(time.Second))
+	if ctx.Err() != nil {
+		return overBudget("before the workload started")
+	}
+	left := time.Until(begin.Add(budget))
+	fmt.Printf("[%s] clusters up, glean built and started; submitting the workload (%v of the budget left)\n\n",
+		clock(time.Since(begin)), left.Round(time.Second))
 
 	for _, r := range runs {
 		if err := r.submit(ctx); err != nil {
@@ -154,11 +209,12 @@ func demo(outDir string, keep bool) (err error) {
 	for !runs[0].finished(ctx) || !runs[1].finished(ctx) {
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%w: the workload had not ended after %v\n%s", overBudget("while the workload ran"),
+					time.Since(start).Round(time.Second), runs[1].e.Logs())
+			}
 			return ctx.Err()
 		case <-tick.C:
-		}
-		if time.Since(start) > 12*time.Minute {
-			return fmt.Errorf("the workload did not end within 12 minutes\n%s", runs[1].e.Logs())
 		}
 		if time.Since(lastLine) >= 15*time.Second {
 			lastLine = time.Now()

@@ -610,14 +610,23 @@ func TestDaemonUnprivilegedHelperNarrow(t *testing.T) {
 	claim := fresh(s.a.UID, s.a.Name)
 	claim.PilotJobs = []spool.PilotJob{{ID: pilotB}}
 	claims := forgeRecord(t, claim, env.GleanUID)
+	// A pilot intent whose node is an option: the helper takes nodes from
+	// the record, and checks them there too.
+	inject := fresh(s.a.UID, s.a.Name)
+	inject.PilotJobs = []spool.PilotJob{{Token: token, Node: "--uid=0", TimeLimit: 5 * time.Minute}}
+	injects := forgeRecord(t, inject, env.GleanUID)
 	for _, c := range []struct{ req, want string }{
 		{`{"op":"exec","argv":["/bin/sh","-c","id"]}`, `unknown field "argv"`},
 		{`{"op":"exec","job":"` + s.anchorB + `"}`, `unknown op "exec"`},
-		{`{"op":"submit-pilot","record":"` + notDaemons + `","minutes":5,"token":"` + token + `"}`, "record " + notDaemons},
-		{`{"op":"submit-pilot","record":"` + roots + `","minutes":5,"token":"` + token + `"}`, "glean does not act for root"},
-		{`{"op":"submit-pilot","record":"` + system + `","minutes":5,"token":"` + token + `"}`, "is a system account"},
-		{`{"op":"submit-pilot","record":"` + s.recA.DirName() + `","minutes":5,"node":"--uid=0","token":"` + token + `"}`, "bad node name"},
+		{`{"op":"submit-pilots","record":"` + notDaemons + `","tokens":["` + token + `"]}`, "record " + notDaemons},
+		{`{"op":"submit-pilots","record":"` + roots + `","tokens":["` + token + `"]}`, "glean does not act for root"},
+		{`{"op":"submit-pilots","record":"` + system + `","tokens":["` + token + `"]}`, "is a system account"},
+		{`{"op":"submit-pilots","record":"` + s.recA.DirName() + `","tokens":["` + token + `"]}`, "holds no pilot with token"},
+		{`{"op":"submit-pilots","record":"` + injects + `","tokens":["` + token + `"]}`, "bad node name"},
+		{`{"op":"submit-pilots","record":"` + s.recA.DirName() + `","node":"--uid=0","tokens":["` + token + `"]}`, `unknown field "node"`},
 		{`{"op":"cancel-pilot","job":"` + pilotB + `","record":"` + s.recA.DirName() + `"}`, "is not a pilot of record"},
+		{`{"op":"signal-pilot","job":"` + pilotB + `","record":"` + s.recA.DirName() + `"}`, "is not a pilot of record"},
+		{`{"op":"cancel-pending-pilot","job":"` + pilotB + `","record":"` + claims + `"}`, "belongs to " + s.b.Name},
 		{`{"op":"cancel-pilot","job":"` + pilotB + `","record":"` + claims + `"}`, "belongs to " + s.b.Name},
 		{`{"op":"cancel","job":"` + pilotB + `"}`, "not a job glean recorded"},
 		{`{"op":"hold","job":"` + s.anchorB + `","record":"` + s.recA.DirName() + `"}`, "takes no record"},

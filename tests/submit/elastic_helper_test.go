@@ -96,8 +96,10 @@ func TestHelperPrivilegeSeparation(t *testing.T) {
 	// Intake: the anchor and the shadow array admin-held through the
 	// helper; the shadow array is then released into the queue by the
 	// execution round, the anchor stays held until the job ends.
-	e.writeFiles(t, map[string]string{"calib.sh": elasticJob})
-	r := e.asUser(t, "sbatch", "--parsable", "--array=0-9", "calib.sh")
+	// Tasks that take a while, so that the shadow array's elements (which
+	// run tasks too) are still running when the anchor is cancelled below.
+	e.writeFiles(t, map[string]string{"calib-slow.sh": elasticJob + "sleep 120\n"})
+	r := e.asUser(t, "sbatch", "--parsable", "--array=0-9", "calib-slow.sh")
 	if r.Code != 0 {
 		t.Fatalf("%+v", r)
 	}

@@ -1,0 +1,416 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/policy"
+	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// slurmModel is a fake Slurm behind the real sidecar/slurm client: it
+// answers squeue, sinfo and scontrol from its jobs (the intake fixture's
+// QJobs, with pilots added by the actions) and counts every command, so
+// that a test can tell how often a round asked Slurm. As the privileged
+// helper it counts requests and applies them to its jobs.
+type slurmModel struct {
+	mu    sync.Mutex
+	fx    *fixture // its jobs are the anchors and shadow arrays
+	nodes int
+	// pilots: id -> state; a submitted pilot pends until the test starts it.
+	pilots  map[string]*modelPilot
+	next    int
+	calls   map[string]int // "squeue", "sinfo", "scontrol show partition", "scontrol show config"
+	helper  []string       // helper requests, "op record-or-job"
+	config  []byte
+	release map[string]bool
+	// regular jobs: id -> nodes they need (pending in batch, high priority)
+	regular map[string]int
+}
+
+type modelPilot struct {
+	node    string
+	state   string // PENDING, RUNNING, CANCELLED
+	submit  time.Time
+	comment string
+}
+
+var (
+	_ slurm.Runner = (*slurmModel)(nil)
+	_ Actor        = (*slurmModel)(nil)
+)
+
+func newModel(t *testing.T, fx *fixture, nodes int) *slurmModel {
+	cfg, err := os.ReadFile("../slurm/testdata/config.txt") // a real 22.05 `scontrol show config`
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &slurmModel{fx: fx, nodes: nodes, pilots: map[string]*modelPilot{}, calls: map[string]int{}, config: cfg,
+		release: map[string]bool{}, regular: map[string]int{}}
+}
+
+func (m *slurmModel) Run(_ context.Context, argv []string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case argv[0] == "squeue":
+		m.calls["squeue"]++
+		return m.squeue(argv), nil
+	case argv[0] == "sinfo":
+		m.calls["sinfo"]++
+		var b strings.Builder
+		for i := 1; i <= m.nodes; i++ {
+			state := "idle"
+			for _, p := range m.pilots {
+				if p.state == "RUNNING" && p.node == "n"+strconv.Itoa(i) {
+					state = "allocated"
+				}
+			}
+			fmt.Fprintf(&b, "n%d\x1f%s\x1fpilot\x1f4\x1f1000\x1e\n", i, state)
+			fmt.Fprintf(&b, "n%d\x1f%s\x1fbatch*\x1f4\x1f1000\x1e\n", i, state)
+		}
+		fmt.Fprintf(&b, "g1\x1fidle\x1fglean\x1f1\x1f1000\x1e\n")
+		return []byte(b.String()), nil
+	case strings.Join(argv, " ") == "scontrol -o show partition":
+		m.calls["scontrol show partition"]++
+		nodes := fmt.Sprintf("n[1-%d]", m.nodes)
+		part := func(name, nodes, def string, tier int, over string) string {
+			return fmt.Sprintf("PartitionName=%s Default=%s DefaultTime=NONE MaxTime=UNLIMITED Nodes=%s PriorityTier=%d OverSubscribe=%s State=UP\n",
+				name, def, nodes, tier, over)
+		}
+		return []byte(part("batch", nodes, "YES", 10, "NO") + part("pilot", nodes, "NO", 1, "NO") + part("glean", "g1", "NO", 10, "FORCE:64")), nil
+	case strings.Join(argv, " ") == "scontrol show config":
+		m.calls["scontrol show config"]++
+		return m.config, nil
+	}
+	return nil, fmt.Errorf("fake Slurm: unexpected command %q", argv)
+}
+
+// squeue prints every job in SqueueAllArgv's format, sealed.
+func (m *slurmModel) squeue(argv []string) []byte {
+	last := argv[len(argv)-1]
+	seal := strings.TrimSuffix(last[strings.Index(last, "\x1d")+1:], "\x1e")
+	var b strings.Builder
+	lineN := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit time.Time, prio string) {
+		sub := "0"
+		if !submit.IsZero() {
+			sub = strconv.FormatInt(submit.Unix(), 10)
+		}
+		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", sub, "N/A", "N/A", prio, user, name, comment}
+		b.WriteString(strings.Join(f, "\x1f") + "\x1d" + seal + "\x1e\n")
+	}
+	line := func(id, array, state, reason, part, nodes, user, name, comment string, submit time.Time) {
+		lineN(id, array, state, reason, part, "1", nodes, user, name, comment, submit, "100")
+	}
+	for _, id := range slices.Sorted(maps.Keys(m.regular)) {
+		lineN(id, "N/A", "PENDING", "Resources", "batch", strconv.Itoa(m.regular[id]), "", "root", "big", "", m.fx.now, "100000")
+	}
+	m.fx.slurm.mu.Lock()
+	ids := make([]string, 0, len(m.fx.slurm.jobs))
+	for id := range m.fx.slurm.jobs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j := m.fx.slurm.jobs[id]
+		line(j.ID, j.ArrayID, j.State, j.Reason, j.Partition, "", j.User, "job", j.Comment, time.Time{})
+	}
+	m.fx.slurm.mu.Unlock()
+	for _, id := range slices.Sorted(maps.Keys(m.pilots)) {
+		p := m.pilots[id]
+		nodes, reason := "", "Priority"
+		if p.state == "RUNNING" {
+			nodes, reason = p.node, "None"
+		}
+		line(id, "N/A", p.state, reason, "pilot", nodes, m.fx.user, "glean-pilot", p.comment, p.submit)
+	}
+	return []byte(b.String())
+}
+
+func (m *slurmModel) ask(op, what string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.helper = append(m.helper, op+" "+what)
+}
+
+func (m *slurmModel) SubmitPilots(_ context.Context, record string, intents []spool.PilotJob) ([]string, error) {
+	// The intents are on disk before the helper is asked (it reads them
+	// from there).
+	rs, err := m.fx.s.OpenRecords()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	onDisk, err := rs.Get(record)
+	if err != nil {
+		return nil, err
+	}
+	m.ask("submit-pilots", fmt.Sprintf("%s x%d", record, len(intents)))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, len(intents))
+	for i, p := range intents {
+		if !slices.ContainsFunc(onDisk.PilotJobs, func(q spool.PilotJob) bool { return q.Token == p.Token && q.ID == "" }) {
+			return nil, fmt.Errorf("token %s not recorded as an intent before the sbatch", p.Token)
+		}
+		m.next++
+		ids[i] = strconv.Itoa(5000 + m.next)
+		m.pilots[ids[i]] = &modelPilot{node: p.Node, state: "PENDING", submit: m.fx.now, comment: "glean-pilot:" + p.Token}
+	}
+	return ids, nil
+}
+
+func (m *slurmModel) end(id, how string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.pilots[id]; p != nil && (how != "pending" || p.state == "PENDING") {
+		p.state = "CANCELLED"
+	}
+}
+
+func (m *slurmModel) CancelPilot(_ context.Context, record, id string) error {
+	m.ask("cancel-pilot", id)
+	m.end(id, "")
+	return nil
+}
+
+func (m *slurmModel) SignalPilot(_ context.Context, record, id string) error {
+	m.ask("signal-pilot", id)
+	return nil
+}
+
+func (m *slurmModel) CancelPendingPilot(_ context.Context, record, id string) error {
+	m.ask("cancel-pending-pilot", id)
+	m.end(id, "pending")
+	return nil
+}
+
+func (m *slurmModel) CancelPending(_ context.Context, id string) error {
+	m.ask("cancel-pending", id)
+	m.fx.slurm.mu.Lock()
+	defer m.fx.slurm.mu.Unlock()
+	if j, ok := m.fx.slurm.jobs[id]; ok && j.State == "PENDING" {
+		j.State = "CANCELLED"
+		m.fx.slurm.jobs[id] = j
+	}
+	return nil
+}
+
+func (m *slurmModel) Release(_ context.Context, id string) error {
+	m.ask("release", id)
+	return nil
+}
+
+// start makes a pending pilot run on its node.
+func (m *slurmModel) start(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.pilots[id]; p != nil && p.state == "PENDING" {
+		p.state = "RUNNING"
+	}
+}
+
+// round runs one gleand round (intake and execution on one observation)
+// and returns the Slurm commands and helper requests it made.
+func (m *slurmModel) round(t *testing.T, in *Intake, x *Executor) (map[string]int, []string) {
+	t.Helper()
+	m.mu.Lock()
+	m.calls, m.helper = map[string]int{}, nil
+	m.mu.Unlock()
+	obs := NewObservation(m.fx.now, x.Snapshotter())
+	if _, err := in.Observe(context.Background(), obs); err != nil {
+		t.Fatalf("intake: %v", err)
+	}
+	if _, err := x.Observe(context.Background(), obs); err != nil {
+		t.Fatalf("execution: %v", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls, m.helper
+}
+
+// A round observes Slurm once (one squeue, sinfo and partition list, the
+// config once per daemon) whatever the intake and the executor need from
+// it, nothing when nothing is active, one helper request per job for its
+// new pilots; pending shadow elements are cancelled once; a pilot's
+// pending timeout runs from when its sbatch returned and cancels only
+// what is still pending.
+func TestRoundCallsSlurmOnce(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 8)
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	pc.Grace = 10 * time.Second
+	pc.MinPilotTime = time.Minute
+	pc.MaxPendingPilots = 8
+	clock := fx.now
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot", Clock: func() time.Time { return clock }},
+		fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	once := map[string]int{"squeue": 1, "sinfo": 1, "scontrol show partition": 1}
+
+	calls, helper := m.round(t, fx.in, x)
+	if len(calls) != 0 || len(helper) != 0 {
+		t.Fatalf("idle round: Slurm %v, helper %v; want nothing", calls, helper)
+	}
+
+	// A new entry: the intake and the executor (8 pilots for its 40
+	// tasks) share one observation; the config is read once.
+	e := fx.submit(t, 40, func(e *spool.Entry, a *QJob) { e.Shadow = "900"; e.Mode = "fair" })
+	calls, helper = m.round(t, fx.in, x)
+	want := map[string]int{"squeue": 1, "sinfo": 1, "scontrol show partition": 1, "scontrol show config": 1}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("round with a new entry: Slurm %v, want %v", calls, want)
+	}
+	rec := fx.record(e)
+	if rec == nil || rec.State != spool.StateQueued {
+		t.Fatalf("record %+v", rec)
+	}
+	if len(helper) != 2 || helper[0] != "release 900" || !strings.HasPrefix(helper[1], "submit-pilots "+rec.DirName()+" x") {
+		t.Errorf("helper requests %q: want the shadow released, then one submit-pilots", helper)
+	}
+	pilots := rec.PilotJobs
+	for _, p := range pilots {
+		if p.ID == "" || !p.Submitted.Equal(clock) {
+			t.Errorf("pilot %+v: want an id and Submitted = when its sbatch returned", p)
+		}
+	}
+
+	// One starts (and stays: an idle agent leaves by itself); a cycle
+	// later (1 s, the config's bf_interval) the others, still pending, are
+	// not timed out: their sbatch returned less than a cycle ago.
+	m.start(pilots[0].ID)
+	fx.now = fx.now.Add(time.Second)
+	calls, helper = m.round(t, fx.in, x)
+	if fmt.Sprint(calls) != fmt.Sprint(once) || slices.ContainsFunc(helper, func(s string) bool { return strings.Contains(s, "cancel") }) {
+		t.Errorf("round with pending pilots: Slurm %v (want %v), helper %q (want no cancel)", calls, once, helper)
+	}
+	// Two cycles later: timed out, cancelled only if still pending.
+	fx.now = fx.now.Add(1500 * time.Millisecond)
+	_, helper = m.round(t, fx.in, x)
+	if len(helper) == 0 || !strings.HasPrefix(helper[0], "cancel-pending-pilot ") || slices.Contains(helper, "cancel-pending-pilot "+pilots[0].ID) ||
+		slices.ContainsFunc(helper, func(s string) bool {
+			return strings.HasPrefix(s, "cancel-pilot ") || strings.HasPrefix(s, "signal-pilot ")
+		}) {
+		t.Errorf("timed-out pending pilots: helper %q; want cancel-pending-pilot only", helper)
+	}
+
+	// All tasks done: the job ends, its pending shadow elements are
+	// cancelled once, its anchor released once (later rounds follow its
+	// running pilot until it leaves).
+	work, err := fx.s.OpenWork(fx.uid, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		r := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "5001", Node: "n1", Outcome: spool.OutcomeExited,
+			Start: fx.now.Add(-time.Second), End: fx.now}
+		if err := work.Finish(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx.now = fx.now.Add(time.Second)
+	calls, helper = m.round(t, fx.in, x)
+	if fmt.Sprint(calls) != fmt.Sprint(once) {
+		t.Errorf("ending round: Slurm %v, want %v", calls, once)
+	}
+	if !slices.Contains(helper, "cancel-pending 900") || !slices.Contains(helper, "release "+e.Anchor) {
+		t.Errorf("ending round: helper %q; want the shadow's pending elements cancelled and the anchor released", helper)
+	}
+	if r := fx.record(e); r.State != spool.StateDone {
+		t.Fatalf("record %s %+v", r.State, r.Tasks)
+	}
+	for range 2 {
+		fx.now = fx.now.Add(time.Second)
+		if r := fx.record(e); !x.needsEnd(r) {
+			t.Fatalf("the job's running pilot is not followed: %+v", r.PilotJobs)
+		}
+		_, helper = m.round(t, fx.in, x)
+		if slices.Contains(helper, "cancel-pending 900") || slices.Contains(helper, "release "+e.Anchor) {
+			t.Errorf("a later round asked again: %q", helper)
+		}
+	}
+}
+
+// Give way: glean signals a running pilot's agent alone (TERM to the
+// batch shell, recorded first) and scancels it only if it is still there
+// a grace plus a margin later; a pilot already leaving is not signalled
+// again.
+func TestGiveWaySignalsThenEscalates(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 4)
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	pc.Grace = 10 * time.Second
+	pc.MinPilotTime = time.Minute
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	rec := fx.record(e)
+	if len(rec.PilotJobs) != 4 {
+		t.Fatalf("pilots %+v", rec.PilotJobs)
+	}
+	for _, p := range rec.PilotJobs {
+		m.start(p.ID)
+	}
+	m.regular["800"] = 4 // needs every node now
+	fx.now = fx.now.Add(time.Second)
+	_, helper := m.round(t, fx.in, x)
+	signalled := slices.DeleteFunc(slices.Clone(helper), func(s string) bool { return !strings.HasPrefix(s, "signal-pilot ") })
+	if len(signalled) != 4 || len(helper) != 4 {
+		t.Fatalf("give way: helper %q, want 4 signal-pilot and nothing else", helper)
+	}
+	for _, p := range fx.record(e).PilotJobs {
+		if !p.Cancelled || p.Cause != "give-way" || !p.Signalled.Equal(fx.now) || p.Killed {
+			t.Errorf("pilot %+v: want recorded cancelled, give-way, signalled now", p)
+		}
+	}
+	fx.now = fx.now.Add(pc.Grace)
+	if _, helper = m.round(t, fx.in, x); len(helper) != 0 {
+		t.Errorf("within the grace (+margin): helper %q, want nothing", helper)
+	}
+	fx.now = fx.now.Add(giveWayMargin)
+	_, helper = m.round(t, fx.in, x)
+	if len(helper) != 4 || !strings.HasPrefix(helper[0], "cancel-pilot ") {
+		t.Errorf("past the grace: helper %q, want 4 cancel-pilot", helper)
+	}
+	fx.now = fx.now.Add(time.Second)
+	if _, helper = m.round(t, fx.in, x); slices.ContainsFunc(helper, func(s string) bool { return strings.Contains(s, "pilot ") }) {
+		t.Errorf("later: helper %q, want no pilot action", helper)
+	}
+}
+
+// A pilot's pending timeout counts from squeue's submit time when that is
+// later than the recorded one (an adopted pilot's intent time).
+func TestPilotAgeFromSlurm(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	x := &Executor{opt: ExecOptions{PilotPartition: "pilot"}, log: slog.New(slog.DiscardHandler)}
+	r := &spool.Record{UID: 1, ID: "x", PilotJobs: []spool.PilotJob{{ID: "7", Submitted: t0}, {ID: "8", Submitted: t0.Add(2 * time.Second)}}}
+	snap := &cluster.Snapshot{Complete: true, Jobs: []cluster.Job{
+		{ID: "7", State: cluster.JobPending, Submit: t0.Add(3 * time.Second)},
+		{ID: "8", State: cluster.JobPending, Submit: t0.Add(time.Second)},
+	}}
+	jobs := map[string]*cluster.Job{"7": &snap.Jobs[0], "8": &snap.Jobs[1]}
+	var pst policy.State
+	x.pilotsSeen(t0.Add(5*time.Second), r, snap, jobs, nil, &pst)
+	got := map[string]time.Time{}
+	for _, p := range pst.Pilots {
+		got[p.ID] = p.Submitted
+	}
+	if !got["7"].Equal(t0.Add(3*time.Second)) || !got["8"].Equal(t0.Add(2*time.Second)) {
+		t.Errorf("pilot submit times %v", got)
+	}
+}
