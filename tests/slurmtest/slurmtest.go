@@ -28,7 +28,12 @@ type Options struct {
 	Nodes      int    // compute nodes c1..cN; default 24
 	Select     string // "linear" (default) or "cons_tres"
 	BFInterval int    // seconds; default 1
-	Spank      string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
+	// SchedulerParameters replaces the fast test settings
+	// (bf_interval=BFInterval,sched_interval=1,bf_resolution=1) in full;
+	// "default" leaves them all at Slurm's defaults (bf_interval=30,
+	// sched_interval=60, bf_resolution=60), as a site runs them.
+	SchedulerParameters string
+	Spank               string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
 }
 
 // Cluster is a running loopback cluster.
@@ -82,6 +87,9 @@ func Up(opt Options) (*Cluster, error) {
 		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval)}
 	if opt.Spank != "" {
 		args = append(args, "--spank", opt.Spank)
+	}
+	if opt.SchedulerParameters != "" {
+		args = append(args, "--sched-params", opt.SchedulerParameters)
 	}
 	cmd := exec.Command(Script(), args...)
 	out, err := cmd.CombinedOutput()
