@@ -79,6 +79,9 @@ func (s *State) shrink(j *job, n int) {
 	s.free++
 	s.idle.setRange(n, 1)
 	s.version++
+	if s.bf != nil {
+		s.bf.touch(s.now) // Slurm: the job's and the node's records change
+	}
 }
 
 // fix restores the heap after element i changed.
