@@ -509,6 +509,7 @@ type Row struct {
 // Comparison is the outcome of one replay.
 type Comparison struct {
 	Input Input
+	Cycle time.Duration // one scheduling cycle: the agreement tolerance
 	Rows  []Row
 	Agree int
 	Share float64
@@ -558,7 +559,7 @@ func (r *Run) Compare(w *workload.Workload, in Input) (*Comparison, error) {
 			hosts[i][n] = true
 		}
 	}
-	cmp := &Comparison{Input: in, Result: res}
+	cmp := &Comparison{Input: in, Cycle: r.Cycle, Result: res}
 	for i := range r.Records {
 		rec, sj := &r.Records[i], &res.Jobs[i]
 		if !rec.started() {
@@ -694,8 +695,16 @@ func (c *Comparison) Table() string {
 		fmt.Fprintf(&b, "%-4d %5d %8.2f %8.2f %8.2f %7.2f %5s %5s %6.2f  %-14s %-16s %s\n", r.ID, r.Nodes, r.Submit.Seconds(),
 			r.Slurm.Seconds(), r.Sim.Seconds(), r.Diff.Seconds(), ok, after, r.Step.Seconds(), state, r.SlurmHosts, r.SimHosts)
 	}
-	fmt.Fprintf(&b, "%s: %d of %d starts agree (%.1f%%); %d of %d steps (%.1f%%)", c.Input, c.Agree, len(c.Rows), 100*c.Share,
-		c.StepAgree, len(c.Rows), 100*c.StepShare)
+	var largest time.Duration
+	second := 0
+	for _, r := range c.Rows {
+		largest = max(largest, r.Diff.Abs())
+		if r.Diff.Abs() <= time.Second {
+			second++
+		}
+	}
+	fmt.Fprintf(&b, "%s: %d of %d starts agree within %v (%.1f%%), %d within 1s, largest difference %.2fs; %d of %d steps (%.1f%%)",
+		c.Input, c.Agree, len(c.Rows), c.Cycle, 100*c.Share, second, largest.Seconds(), c.StepAgree, len(c.Rows), 100*c.StepShare)
 	if c.Passes > 0 {
 		fmt.Fprintf(&b, "; backfill passes: %d in Slurm, %d of them in the simulator within 1 s, which made %d", c.Passes, c.PassesMet, c.SimPasses)
 	}

@@ -180,12 +180,7 @@ func TestReplayThesisPrefix(t *testing.T) {
 	const factor, jobs = 80, 10
 	w.Jobs = w.Jobs[:jobs]
 	cmps := replay(t, c, Compress(w, factor), factor)
-	if share := cmps[0].Share; share < 0.95 {
-		t.Errorf("%.1f%% of starts agree within one cycle, want >= 95%%", 100*share)
-	}
-	if share := cmps[0].StepShare; share < 0.95 {
-		t.Errorf("%.1f%% of steps agree within one cycle, want >= 95%%", 100*share)
-	}
+	checkAgreement(t, cmps[0])
 	if bf := backfilled(cmps[0].Rows); len(bf) == 0 {
 		t.Errorf("no job started ahead of an earlier one: the prefix does not exercise backfilling")
 	} else {
@@ -262,12 +257,29 @@ func TestReplayFull(t *testing.T) {
 		fmt.Printf("thesis list 2, %d jobs at %gx, %s: %d of %d starts (%.1f%%) and %d steps (%.1f%%) agree within one cycle; backfilled in Slurm: %v\n",
 			jobs, factor, cmp.Input, cmp.Agree, len(cmp.Rows), 100*cmp.Share, cmp.StepAgree, 100*cmp.StepShare, backfilled(cmp.Rows))
 	}
-	// Over hours, sub-second latencies pass along chains of jobs
-	// (docs/simulator.md): the steps are what must agree.
-	if share := cmps[0].StepShare; share < 0.95 {
-		t.Errorf("%.1f%% of steps agree within one cycle, want >= 95%%", 100*share)
+	checkAgreement(t, cmps[0])
+}
+
+// checkAgreement holds a comparison (as executed) to issue 3's target: at
+// least 95 % of the starts within one scheduling cycle, and as many of the
+// steps (each start's own error). Where a cycle is a second (the fast
+// settings), sub-second start latencies pass along chains of jobs over a
+// long replay and decide the start figure (docs/simulator.md): there only
+// the steps are held to it.
+func checkAgreement(t *testing.T, cmp *Comparison) {
+	t.Helper()
+	cycle := cmp.Cycle
+	if share := cmp.Share; share < 0.95 && cycle >= siteCycle {
+		t.Errorf("%.1f%% of starts agree within one cycle (%v), want >= 95%%", 100*share, cycle)
+	}
+	if share := cmp.StepShare; share < 0.95 {
+		t.Errorf("%.1f%% of steps agree within one cycle (%v), want >= 95%%", 100*share, cycle)
 	}
 }
+
+// siteCycle is the shortest cycle whose start figure is asserted: Slurm's
+// default bf_interval.
+const siteCycle = 30 * time.Second
 
 // TestLimitKill checks the limit model against slurmctld: a job over its
 // limit dies at the first 30 s check after it, and the job waiting for its
