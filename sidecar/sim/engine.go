@@ -88,6 +88,15 @@ func (s *State) Queued() int { return len(s.queue) }
 // Running is the count of running jobs.
 func (s *State) Running() int { return len(s.running) }
 
+// LastBackfill is when the Slurm-like scheduler's backfill last passed;
+// false before its first pass and under the other policies.
+func (s *State) LastBackfill() (time.Duration, bool) {
+	if s.bf == nil || !s.bf.bfRan {
+		return 0, false
+	}
+	return s.bf.lastBF, true
+}
+
 // byEstEnd orders running jobs by estimated end; at equal ends the smaller
 // job counts first towards a reservation. The tie rule changes which jobs
 // EASY lets use the extra nodes; this one reproduces the reference figures
@@ -132,6 +141,9 @@ func (s *State) startOn(j *job, alloc []span) {
 	s.running = slices.Insert(s.running, i, j)
 	s.started = true
 	s.version++
+	if s.bf != nil {
+		s.bf.touch(s.now)
+	}
 	s.ev.add(event{t: j.end, kind: evEnd, j: j})
 }
 

@@ -77,9 +77,29 @@ type slurmLike struct {
 	// passed since its last run.
 	nextFull, lastMain time.Duration
 	asked              bool
-	// The backfill scheduler runs every bf_interval if jobs changed since
-	// its last pass (Slurm's _more_work).
-	changed bool
+	// The backfill scheduler passes at a tick of its own one-second loop
+	// once bf_interval has passed since its last pass, if jobs or nodes
+	// changed since the second that pass ended in (backfill_agent: after a
+	// pass it sleeps bf_interval, then checks every second for _more_work,
+	// which compares whole seconds: last_job_update or last_node_update >=
+	// last_backfill_time). So its period is bf_interval while work keeps
+	// coming, and after a quiet spell the next pass comes at the first tick
+	// after a change, not on a grid of bf_interval.
+	//
+	// A pass that leaves idle nodes planned for pending jobs marks them
+	// (NODE_STATE_PLANNED), and the next pass clears the marks before it
+	// sets new ones; either changes the nodes within the pass's second,
+	// which is work for the pass after (marks). So while jobs wait for
+	// nodes that stand idle, passes come every bf_interval. A pass that
+	// only marks work (no job or node changed since the last one) would
+	// plan as the last did: it keeps that plan and only moves the clock of
+	// the passes on.
+	updated     time.Duration // the last change of jobs or nodes
+	pending     bool          // such a change no pass has seen yet
+	marks       bool          // the last pass set or cleared planned marks
+	lastBF      time.Duration
+	bfRan       bool
+	plannedIdle bool // the last plan holds idle nodes (marked planned)
 
 	// The last pass's plan, as squeue --start and sinfo show it: expected
 	// starts and nodes of the pending jobs it tested, and the union of the
@@ -121,8 +141,18 @@ func newSlurmLike(size int, p SlurmParams) *slurmLike {
 	return b
 }
 
-func (b *slurmLike) arrived(*State, *job) { b.changed, b.asked = true, true }
-func (b *slurmLike) ended(*State, *job)   { b.changed, b.asked = true, true }
+func (b *slurmLike) arrived(s *State, _ *job) { b.touch(s.now); b.asked = true }
+func (b *slurmLike) ended(s *State, _ *job)   { b.touch(s.now); b.asked = true }
+
+// touch notes a change of jobs or nodes at t: work for the backfill
+// scheduler.
+func (b *slurmLike) touch(t time.Duration) { b.updated, b.pending = t, true }
+
+// changed reports whether jobs or nodes changed at or after the second
+// the last pass ran in; moreWork (Slurm's _more_work) also counts the
+// last pass's planned marks.
+func (b *slurmLike) changed() bool  { return b.pending && (!b.bfRan || b.updated >= b.lastBF) }
+func (b *slurmLike) moreWork() bool { return b.marks || b.changed() }
 
 // pass runs the main scheduler and the backfill scheduler when they are
 // due. Neither runs at the instant of an event: a job submitted or freed
@@ -136,20 +166,27 @@ func (b *slurmLike) pass(s *State) {
 				b.nextFull = now + b.p.SchedInterval
 			}
 			b.asked, b.lastMain = false, now
-			if startHead(s) > 0 {
-				b.changed = true
-			}
+			startHead(s) // a start touches the plan (State.startOn)
 		}
 	}
-	if now%b.p.BFInterval == 0 && b.changed {
-		b.changed = false
-		b.backfill(s)
+	if now%loopTick == 0 && b.moreWork() && (!b.bfRan || now >= b.lastBF+b.p.BFInterval) {
+		real := b.changed()
+		b.bfRan, b.lastBF, b.pending = true, now, false
+		if real {
+			b.backfill(s)
+		} else {
+			b.marks = b.plannedIdle // the same marks cleared and set again
+		}
 	}
 	if b.asked {
 		s.wake(ceilTo(max(now, b.lastMain+b.p.BatchSchedDelay), loopTick))
 	}
-	if b.changed {
-		s.wake(floorTo(now, b.p.BFInterval) + b.p.BFInterval)
+	if b.moreWork() {
+		next := ceilTo(now, loopTick)
+		if b.bfRan {
+			next = max(next, ceilTo(b.lastBF+b.p.BFInterval, loopTick))
+		}
+		s.wake(next)
 	}
 	for _, j := range s.queue {
 		if !j.began {
@@ -171,6 +208,7 @@ func (b *slurmLike) backfill(s *State) {
 	clear(b.planStart)
 	clear(b.planNodes)
 	clear(b.planned)
+	b.marks = b.plannedIdle // clearing the last pass's marks: work for the next
 	defer func() {
 		if !b.samePlan() {
 			s.version++ // a start in the pass counts itself
@@ -186,8 +224,13 @@ func (b *slurmLike) backfill(s *State) {
 			break
 		}
 		tested++
-		if b.test(s, j) {
-			b.changed = true // Slurm's next pass sees the start as a change
+		b.test(s, j) // a start touches the plan (State.startOn)
+	}
+	b.plannedIdle = false
+	for w := range b.planned {
+		if b.planned[w]&s.idle[w] != 0 {
+			b.plannedIdle, b.marks = true, true
+			break
 		}
 	}
 }

@@ -127,12 +127,30 @@ func TestSlurmLike(t *testing.T) {
 		p:      fast,
 		starts: []int{0, 10 * m, 20 * m, 30 * m, 4 * m},
 	}, {
-		// A job that could backfill at 45 s waits for the next pass (every
-		// 30 s from 0); the main scheduler alone does not start it.
+		// A job that could backfill at 45 s waits for the next pass: the
+		// pass at 30 planned J2 on two idle nodes, which is work for a pass
+		// at 60; the main scheduler alone does not start it.
 		name:   "bf_interval",
 		w:      mkWorkload(4, jb{0, 2, 10 * m, 10 * m}, jb{10, 4, m, m}, jb{45, 1, m, m}),
 		p:      SlurmParams{BFResolution: time.Second},
 		starts: []int{0, 10 * m, 60},
+	}, {
+		// After a quiet spell the backfill thread passes at the first tick
+		// after a change, not on a grid of bf_interval: J2 is planned at 40
+		// on J1's nodes (nothing idle is marked planned), nothing changes
+		// until J3 comes at 101, and a pass at once starts it.
+		name:   "bf_interval after a quiet spell",
+		w:      mkWorkload(4, jb{0, 3, 1000, 20 * m}, jb{40, 3, m, m}, jb{101, 1, 10, m}),
+		p:      SlurmParams{BFResolution: time.Second},
+		starts: []int{0, 1000, 101},
+	}, {
+		// The same with J2 on all four nodes: the idle c4 is marked
+		// planned at 40, which is work for the pass at 70, whose marks are
+		// work for the pass at 100, and so on: J3 waits for the pass at 130.
+		name:   "bf_interval while idle nodes are planned",
+		w:      mkWorkload(4, jb{0, 3, 1000, 20 * m}, jb{40, 4, m, m}, jb{101, 1, 10, m}),
+		p:      SlurmParams{BFResolution: time.Second},
+		starts: []int{0, 1000, 130},
 	}, {
 		// Limits are enforced every 30 s: J1 (limit 1 min) dies at 60, J2
 		// (started 60, limit 1 min, runs 65 s) at 120; J3 ends by itself

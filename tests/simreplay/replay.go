@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,6 +136,14 @@ type Run struct {
 	// loop, on which the simulator's whole seconds are laid.
 	FirstSchedule time.Time
 	Records       []Record
+	// Started is when slurmctld started; Backfill the starts of its
+	// backfill passes and FullRuns the main scheduler's full runs, from the
+	// log (Replay turns on the debug level and the Backfill flag): what the
+	// model's ticks are checked against (CheckPasses). Empty in runs saved
+	// before they were recorded.
+	Started  time.Time   `json:",omitzero"`
+	Backfill []time.Time `json:",omitempty"`
+	FullRuns []time.Time `json:",omitempty"`
 }
 
 // Replay submits w's jobs to c at origin plus their submit times, paced by
@@ -224,7 +233,7 @@ func Replay(ctx context.Context, c *slurmtest.Cluster, w *workload.Workload, ori
 	if err != nil {
 		return run, err
 	}
-	run.FirstSchedule = log.FirstSchedule
+	run.FirstSchedule, run.Started, run.Backfill, run.FullRuns = log.FirstSchedule, log.Started, log.Backfill, log.FullRuns
 	for i := range recs {
 		recs[i].Log = log.Jobs[recs[i].SlurmID]
 	}
@@ -327,6 +336,10 @@ type LogTimes struct {
 type Log struct {
 	Jobs          map[string]LogTimes // by Slurm job ID
 	FirstSchedule time.Time           // the main scheduler's first run
+	Started       time.Time           // slurmctld's start
+	// Backfill are the backfill passes' beginnings (DebugFlags=Backfill),
+	// FullRuns the main scheduler's full runs (debug level).
+	Backfill, FullRuns []time.Time
 }
 
 // ReadLog reads a slurmctld log at the default (info) level, whose lines
@@ -359,16 +372,31 @@ func ReadLog(r io.Reader) (*Log, error) {
 				break
 			}
 		}
+		var mark *[]time.Time
+		switch {
+		case msg == "sched/backfill: _attempt_backfill: beginning":
+			mark = &out.Backfill
+		case msg == "debug:  sched: Running job scheduler for full queue.":
+			mark = &out.FullRuns
+		}
 		first := out.FirstSchedule.IsZero() && strings.HasPrefix(msg, "SchedulerParameters=")
-		if field == nil && !first {
+		started := strings.HasPrefix(msg, "slurmctld version ") && strings.Contains(msg, " started on cluster ")
+		if field == nil && !first && mark == nil && !started {
 			continue
 		}
 		t, err := time.ParseInLocation("2006-01-02T15:04:05.000", stamp, time.Local)
 		if err != nil {
 			return nil, fmt.Errorf("slurmctld log line %q: %w", sc.Text(), err)
 		}
-		if first {
+		switch {
+		case first:
 			out.FirstSchedule = t
+		case started:
+			out.Started = t
+		case mark != nil:
+			*mark = append(*mark, t)
+		}
+		if field == nil {
 			continue
 		}
 		lt := out.Jobs[id]
@@ -412,15 +440,21 @@ func (in Input) String() string {
 	return "as executed"
 }
 
-// base is the simulation's time 0: a whole number of seconds before
-// slurmctld's main scheduler first ran, so that the simulator's scheduler
-// ticks (whole seconds) fall on the ticks of slurmctld's loop; and at most
-// a second before the origin, so that no submission is negative.
+// base is the simulation's time 0: a whole number of seconds before a
+// tick of slurmctld, so that the simulator's scheduler ticks (whole
+// seconds) fall on slurmctld's; and at most a second before the origin, so
+// that no submission is negative. The tick is the backfill thread's first
+// pass where the log shows it (its passes decide every start but the
+// queue's head's), else the main scheduler's first run.
 func (r *Run) base() time.Time {
-	if r.FirstSchedule.IsZero() {
+	tick := r.FirstSchedule
+	if len(r.Backfill) > 0 {
+		tick = r.Backfill[0]
+	}
+	if tick.IsZero() {
 		return r.Origin
 	}
-	phase := r.FirstSchedule.Sub(r.Origin) % time.Second
+	phase := tick.Sub(r.Origin) % time.Second
 	if phase < 0 {
 		phase += time.Second
 	}
@@ -475,12 +509,19 @@ type Row struct {
 // Comparison is the outcome of one replay.
 type Comparison struct {
 	Input Input
+	Cycle time.Duration // one scheduling cycle: the agreement tolerance
 	Rows  []Row
 	Agree int
 	Share float64
 	// StepAgree counts the starts whose Step is within the tolerance.
 	StepAgree int
 	StepShare float64
+	// Passes counts Slurm's backfill passes while the replay ran (from
+	// the log, if it shows them), PassesMet those the simulator made too,
+	// within a second; SimPasses counts the simulator's over that time.
+	Passes, PassesMet, SimPasses int
+	// PassTimes are the simulator's backfill passes, on its clock.
+	PassTimes []time.Duration
 	Result    *sim.Result
 }
 
@@ -492,7 +533,13 @@ type Comparison struct {
 // after its previous check, on its own clock, which the simulator cannot
 // know.
 func (r *Run) Compare(w *workload.Workload, in Input) (*Comparison, error) {
-	res, err := sim.Run(r.Workload(w, in), sim.Config{Policy: sim.SlurmLike, Slurm: r.Params})
+	var passes []time.Duration // the simulator's backfill passes
+	onPass := func(now time.Duration, s *sim.State) {
+		if t, ok := s.LastBackfill(); ok && t == now {
+			passes = append(passes, now)
+		}
+	}
+	res, err := sim.Run(r.Workload(w, in), sim.Config{Policy: sim.SlurmLike, Slurm: r.Params, OnPass: onPass})
 	if err != nil {
 		return nil, err
 	}
@@ -512,7 +559,7 @@ func (r *Run) Compare(w *workload.Workload, in Input) (*Comparison, error) {
 			hosts[i][n] = true
 		}
 	}
-	cmp := &Comparison{Input: in, Result: res}
+	cmp := &Comparison{Input: in, Cycle: r.Cycle, Result: res}
 	for i := range r.Records {
 		rec, sj := &r.Records[i], &res.Jobs[i]
 		if !rec.started() {
@@ -552,7 +599,34 @@ func (r *Run) Compare(w *workload.Workload, in Input) (*Comparison, error) {
 	if n := float64(len(cmp.Rows)); n > 0 {
 		cmp.Share, cmp.StepShare = float64(cmp.Agree)/n, float64(cmp.StepAgree)/n
 	}
+	cmp.PassTimes = passes
+	cmp.Passes, cmp.PassesMet, cmp.SimPasses = r.matchPasses(passes)
 	return cmp, nil
+}
+
+// matchPasses compares the simulator's backfill passes (on its clock) with
+// Slurm's while the replay ran: how many of Slurm's there were, how many
+// of them the simulator made within a second, and how many it made.
+func (r *Run) matchPasses(sim []time.Duration) (slurm, met, made int) {
+	base := r.base()
+	end := r.Stopped.Sub(base)
+	for _, p := range sim {
+		if p <= end {
+			made++
+		}
+	}
+	for _, t := range r.Backfill {
+		p := t.Sub(base)
+		if p < 0 || p > end {
+			continue
+		}
+		slurm++
+		i, _ := slices.BinarySearch(sim, p-time.Second)
+		if i < len(sim) && sim[i] <= p+time.Second {
+			met++
+		}
+	}
+	return slurm, met, made
 }
 
 func overlap(a, b map[string]bool) bool {
@@ -562,6 +636,43 @@ func overlap(a, b map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// PassTable lists Slurm's backfill passes and the simulator's, on the
+// simulation's clock, side by side where they are within a second.
+func (r *Run) PassTable(c *Comparison) string {
+	base := r.base()
+	end := r.Stopped.Sub(base)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%9s %9s\n", "slurm", "sim")
+	i, k := 0, 0
+	for i < len(r.Backfill) || k < len(c.PassTimes) {
+		sl, sm := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+		if i < len(r.Backfill) {
+			sl = r.Backfill[i].Sub(base)
+		}
+		if k < len(c.PassTimes) {
+			sm = c.PassTimes[k]
+		}
+		if min(sl, sm) > end {
+			break
+		}
+		switch {
+		case (sl - sm).Abs() <= time.Second:
+			fmt.Fprintf(&b, "%9.2f %9.2f\n", sl.Seconds(), sm.Seconds())
+			i++
+			k++
+		case sl < sm:
+			if sl >= 0 {
+				fmt.Fprintf(&b, "%9.2f %9s\n", sl.Seconds(), "-")
+			}
+			i++
+		default:
+			fmt.Fprintf(&b, "%9s %9.2f\n", "-", sm.Seconds())
+			k++
+		}
+	}
+	return b.String()
 }
 
 // Table prints the comparison, one job a line.
@@ -584,7 +695,18 @@ func (c *Comparison) Table() string {
 		fmt.Fprintf(&b, "%-4d %5d %8.2f %8.2f %8.2f %7.2f %5s %5s %6.2f  %-14s %-16s %s\n", r.ID, r.Nodes, r.Submit.Seconds(),
 			r.Slurm.Seconds(), r.Sim.Seconds(), r.Diff.Seconds(), ok, after, r.Step.Seconds(), state, r.SlurmHosts, r.SimHosts)
 	}
-	fmt.Fprintf(&b, "%s: %d of %d starts agree (%.1f%%); %d of %d steps (%.1f%%)", c.Input, c.Agree, len(c.Rows), 100*c.Share,
-		c.StepAgree, len(c.Rows), 100*c.StepShare)
+	var largest time.Duration
+	second := 0
+	for _, r := range c.Rows {
+		largest = max(largest, r.Diff.Abs())
+		if r.Diff.Abs() <= time.Second {
+			second++
+		}
+	}
+	fmt.Fprintf(&b, "%s: %d of %d starts agree within %v (%.1f%%), %d within 1s, largest difference %.2fs; %d of %d steps (%.1f%%)",
+		c.Input, c.Agree, len(c.Rows), c.Cycle, 100*c.Share, second, largest.Seconds(), c.StepAgree, len(c.Rows), 100*c.StepShare)
+	if c.Passes > 0 {
+		fmt.Fprintf(&b, "; backfill passes: %d in Slurm, %d of them in the simulator within 1 s, which made %d", c.Passes, c.PassesMet, c.SimPasses)
+	}
 	return b.String()
 }

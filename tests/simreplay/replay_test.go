@@ -36,14 +36,34 @@ func loadList2(t *testing.T) *workload.Workload {
 }
 
 // settings reads the cluster's scheduler settings for the simulator and
-// its scheduling cycle: the longer of bf_interval and sched_interval.
+// its scheduling cycle: bf_interval, the period of the backfill passes
+// that start every job not at the head of the queue (glean sim's "one
+// scheduling cycle" too).
 func settings(t *testing.T, c *slurmtest.Cluster) (sim.SlurmParams, time.Duration) {
 	t.Helper()
 	p, err := Settings([]byte(c.Run(t, "scontrol", "show", "config")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, max(p.BFInterval, p.SchedInterval)
+	return p, p.BFInterval
+}
+
+// The cluster settings replays run with (slurmtest.Options.SchedulerParameters).
+const (
+	// siteSettings are Slurm's defaults (bf_interval=30, sched_interval=60,
+	// bf_resolution=60), what a site runs and what glean sim assumes: one
+	// scheduling cycle is 30 s, so start latencies below a second do not
+	// decide agreement.
+	siteSettings = "default"
+	// fastSettings are the other integration tests' (bf_interval=1,
+	// sched_interval=1, bf_resolution=1): one cycle is a second.
+	fastSettings = "bf_interval=1,sched_interval=1,bf_resolution=1"
+)
+
+// startCluster starts a 24-node cluster with the given SchedulerParameters.
+func startCluster(t *testing.T, sched string) *slurmtest.Cluster {
+	t.Helper()
+	return slurmtest.Start(t, slurmtest.Options{Nodes: 24, SchedulerParameters: sched})
 }
 
 // replay runs w on c, compares it with the simulator for each input and
@@ -61,7 +81,28 @@ func replay(t *testing.T, c *slurmtest.Cluster, w *workload.Workload, factor flo
 	for _, j := range nominal.Jobs {
 		last = max(last, j.Start)
 	}
-	origin := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	// The log's debug level shows the main scheduler's full runs, the
+	// Backfill flag the backfill passes: Run.FullRuns and Run.Backfill.
+	c.Run(t, "scontrol", "setdebug", "debug")
+	c.Run(t, "scontrol", "setdebugflags", "+Backfill")
+	// Slurm's backfill thread passes bf_interval after slurmctld started
+	// (the nodes' registration is work) and again while work comes; the
+	// simulator's starts idle and passes at once. So the replay starts
+	// when the thread has been quiet for bf_interval: its first pass then
+	// comes at the first tick after the first submission, as the
+	// simulator's, and their passes keep the same phase.
+	quiet := func() bool {
+		log := readLog(t, c)
+		last := log.Started.Add(p.BFInterval) // the first pass, logged or not
+		if n := len(log.Backfill); n > 0 && log.Backfill[n-1].After(last) {
+			last = log.Backfill[n-1]
+		}
+		return !log.Started.IsZero() && time.Since(last) > p.BFInterval+time.Second
+	}
+	if err := slurmtest.Poll(5*p.BFInterval+10*time.Second, 200*time.Millisecond, quiet); err != nil {
+		t.Fatalf("the backfill thread was not quiet for %v after its first pass: %v", p.BFInterval, err)
+	}
+	origin := time.Now().Truncate(time.Second).Add(time.Second)
 	t.Logf("replaying %d jobs of %s on %d nodes; last start expected %v after the origin; %+v",
 		len(w.Jobs), w.Name, c.Nodes, last.Round(time.Second), p)
 	run, err := Replay(context.Background(), c, w, origin, origin.Add(last+last/10+time.Minute))
@@ -82,9 +123,32 @@ func replay(t *testing.T, c *slurmtest.Cluster, w *workload.Workload, factor flo
 		if err := os.WriteFile(name, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("saved the run in %s", name)
+		// The whole controller log, for a closer look later.
+		ctld, err := os.ReadFile(filepath.Join(c.Dir, "log", "slurmctld.log"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, t.Name()+".slurmctld.log"), ctld, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("saved the run in %s and slurmctld's log beside it", name)
 	}
 	return compareRun(t, w, run)
+}
+
+// readLog reads the cluster's slurmctld log.
+func readLog(t *testing.T, c *slurmtest.Cluster) *Log {
+	t.Helper()
+	f, err := os.Open(filepath.Join(c.Dir, "log", "slurmctld.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log, err := ReadLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log
 }
 
 // compareRun compares a run with the simulator, logs the tables and
@@ -98,6 +162,9 @@ func compareRun(t *testing.T, w *workload.Workload, run *Run) []*Comparison {
 			t.Fatal(err)
 		}
 		t.Logf("%s, %s (times in seconds from the origin less %v):\n%s", w.Name, in, run.Origin.Sub(run.base()), cmp.Table())
+		if os.Getenv("GLEAN_REPLAY_PASSES") != "" && len(run.Backfill) > 0 {
+			t.Logf("backfill passes, %s:\n%s", in, run.PassTable(cmp))
+		}
 		out = append(out, cmp)
 	}
 	return out
@@ -109,16 +176,11 @@ func compareRun(t *testing.T, w *workload.Workload, run *Run) []*Comparison {
 func TestReplayThesisPrefix(t *testing.T) {
 	t.Parallel()
 	w := loadList2(t)
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 24})
+	c := startCluster(t, siteSettings)
 	const factor, jobs = 80, 10
 	w.Jobs = w.Jobs[:jobs]
 	cmps := replay(t, c, Compress(w, factor), factor)
-	if share := cmps[0].Share; share < 0.95 {
-		t.Errorf("%.1f%% of starts agree within one cycle, want >= 95%%", 100*share)
-	}
-	if share := cmps[0].StepShare; share < 0.95 {
-		t.Errorf("%.1f%% of steps agree within one cycle, want >= 95%%", 100*share)
-	}
+	checkAgreement(t, cmps[0])
 	if bf := backfilled(cmps[0].Rows); len(bf) == 0 {
 		t.Errorf("no job started ahead of an earlier one: the prefix does not exercise backfilling")
 	} else {
@@ -181,19 +243,43 @@ func TestReplayFull(t *testing.T) {
 		cmps = compareRun(t, Compress(w, factor), &run)
 	} else {
 		w.Jobs = w.Jobs[:jobs]
-		c := slurmtest.Start(t, slurmtest.Options{Nodes: 24})
-		cmps = replay(t, c, Compress(w, factor), factor)
+		sched := siteSettings
+		switch v := os.Getenv("GLEAN_REPLAY_SCHED"); v {
+		case "", "site":
+		case "fast":
+			sched = fastSettings
+		default:
+			t.Fatalf("GLEAN_REPLAY_SCHED=%q: want site (Slurm's defaults) or fast (bf_interval=1,sched_interval=1,bf_resolution=1)", v)
+		}
+		cmps = replay(t, startCluster(t, sched), Compress(w, factor), factor)
 	}
 	for _, cmp := range cmps {
 		fmt.Printf("thesis list 2, %d jobs at %gx, %s: %d of %d starts (%.1f%%) and %d steps (%.1f%%) agree within one cycle; backfilled in Slurm: %v\n",
 			jobs, factor, cmp.Input, cmp.Agree, len(cmp.Rows), 100*cmp.Share, cmp.StepAgree, 100*cmp.StepShare, backfilled(cmp.Rows))
 	}
-	// Over hours, sub-second latencies pass along chains of jobs
-	// (docs/simulator.md): the steps are what must agree.
-	if share := cmps[0].StepShare; share < 0.95 {
-		t.Errorf("%.1f%% of steps agree within one cycle, want >= 95%%", 100*share)
+	checkAgreement(t, cmps[0])
+}
+
+// checkAgreement holds a comparison (as executed) to issue 3's target: at
+// least 95 % of the starts within one scheduling cycle, and as many of the
+// steps (each start's own error). Where a cycle is a second (the fast
+// settings), sub-second start latencies pass along chains of jobs over a
+// long replay and decide the start figure (docs/simulator.md): there only
+// the steps are held to it.
+func checkAgreement(t *testing.T, cmp *Comparison) {
+	t.Helper()
+	cycle := cmp.Cycle
+	if share := cmp.Share; share < 0.95 && cycle >= siteCycle {
+		t.Errorf("%.1f%% of starts agree within one cycle (%v), want >= 95%%", 100*share, cycle)
+	}
+	if share := cmp.StepShare; share < 0.95 {
+		t.Errorf("%.1f%% of steps agree within one cycle (%v), want >= 95%%", 100*share, cycle)
 	}
 }
+
+// siteCycle is the shortest cycle whose start figure is asserted: Slurm's
+// default bf_interval.
+const siteCycle = 30 * time.Second
 
 // TestLimitKill checks the limit model against slurmctld: a job over its
 // limit dies at the first 30 s check after it, and the job waiting for its
@@ -201,7 +287,7 @@ func TestReplayFull(t *testing.T) {
 // simulator cannot know: slurmctld's checks run on its own clock).
 func TestLimitKill(t *testing.T) {
 	t.Parallel()
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 24})
+	c := startCluster(t, fastSettings)
 	w := &workload.Workload{Name: "limit kill", Nodes: 24, Jobs: []workload.Job{
 		{ID: 1, Nodes: 24, Run: 200 * time.Second, Limit: time.Minute},
 		{ID: 2, Submit: 2 * time.Second, Nodes: 24, Run: 5 * time.Second, Limit: time.Minute},
@@ -227,7 +313,7 @@ func TestLimitKill(t *testing.T) {
 // picks: the tightest run of free nodes, not the lowest-numbered ones.
 func TestNodeChoice(t *testing.T) {
 	t.Parallel()
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 24})
+	c := startCluster(t, fastSettings)
 	// Jobs 1 and 3 end first and leave free runs of 2, 5 and 14 nodes.
 	// Job 5 (3 nodes) fits best in the run of 5; job 6 (6 nodes) then in
 	// the run of 14.

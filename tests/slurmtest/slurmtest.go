@@ -31,7 +31,12 @@ type Options struct {
 	// SchedInterval is the main scheduler's sched_interval in seconds;
 	// default 1 (Slurm's own default is 60).
 	SchedInterval int
-	Spank         string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
+	// SchedulerParameters replaces the fast test settings
+	// (bf_interval=BFInterval,sched_interval=SchedInterval,bf_resolution=1)
+	// in full; "default" leaves them all at Slurm's defaults (bf_interval=30,
+	// sched_interval=60, bf_resolution=60), as a site runs them.
+	SchedulerParameters string
+	Spank               string // SPANK plugin to load (`optional PATH` in plugstack.conf); "" loads none
 }
 
 // Cluster is a running loopback cluster.
@@ -88,6 +93,9 @@ func Up(opt Options) (*Cluster, error) {
 		"--select", opt.Select, "--bf-interval", fmt.Sprint(opt.BFInterval), "--sched-interval", fmt.Sprint(opt.SchedInterval)}
 	if opt.Spank != "" {
 		args = append(args, "--spank", opt.Spank)
+	}
+	if opt.SchedulerParameters != "" {
+		args = append(args, "--sched-params", opt.SchedulerParameters)
 	}
 	cmd := exec.Command(Script(), args...)
 	out, err := cmd.CombinedOutput()
