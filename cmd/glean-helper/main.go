@@ -5,7 +5,7 @@
 //
 // It is a binary of its own rather than a gleand subcommand so that what
 // root executes links only config, spool, slurm and privhelper (see
-// `go list -deps ./cmd/glean-helper`), not the daemon, its file watcher or
+// `go list -deps ./cmd/glean-helper`; sidecar/sdnotify for systemd), not the daemon, its file watcher or
 // its policy.
 package main
 
@@ -24,6 +24,7 @@ import (
 
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/privhelper"
+	"github.com/glean-hpc/glean/sidecar/sdnotify"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -98,6 +99,14 @@ func run(ctx context.Context, configPath string, log *slog.Logger) error {
 		return err
 	}
 	defer ln.Close()
+	// systemd (Type=notify): gleand's unit starts once the socket listens.
+	notify := func(state string) {
+		if err := (sdnotify.Systemd{}).Notify(state); err != nil {
+			log.Warn("sd_notify", "state", state, "err", err)
+		}
+	}
+	notify(sdnotify.Ready + "\n" + sdnotify.Status("listening on "+cfg.Helper.Socket))
+	defer notify(sdnotify.Stopping)
 	return srv.Serve(ctx, ln)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/daemon"
 	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/privhelper"
+	"github.com/glean-hpc/glean/sidecar/sdnotify"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -125,6 +126,17 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 		interval = sc.BackfillInterval
 	}
 	log.Info("round interval", "interval", interval, "rescan", cfg.Daemon.Rescan.Duration)
-	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log, Started: started}
+	// systemd (Type=notify): READY=1 after the first round, WATCHDOG=1
+	// from the loop when the unit sets WatchdogSec.
+	ping, err := sdnotify.WatchdogInterval()
+	if err != nil {
+		log.Warn("systemd watchdog off", "err", err)
+	}
+	if worst := daemon.WorstRound(cfg.Slurm.Timeout.Duration); ping > 0 && 2*ping < worst {
+		log.Warn("WatchdogSec is shorter than a round may legitimately take while Slurm stops answering: raise it in the unit (systemctl edit gleand) or lower slurm.timeout",
+			"watchdog_sec", 2*ping, "worst_round", worst, "slurm_timeout", cfg.Slurm.Timeout.Duration)
+	}
+	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log, Started: started,
+		Notify: sdnotify.Systemd{}, Watchdog: ping}
 	return loop.Run(ctx)
 }

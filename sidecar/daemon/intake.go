@@ -557,6 +557,17 @@ func sortedNames(recs map[string]*spool.Record) []string {
 // Get returns a record by name (for tests and the CLI).
 func (in *Intake) Get(name string) *spool.Record { return in.known[name] }
 
+// Active counts the jobs not yet ended.
+func (in *Intake) Active() int {
+	n := 0
+	for _, r := range in.known {
+		if r.Active() {
+			n++
+		}
+	}
+	return n
+}
+
 // transient reports a read failure of the filesystem, not of the entry
 // (an NFS hiccup, no descriptors left): the entry is tried again next round
 // instead of being rejected for good.

@@ -35,6 +35,17 @@ type Loop struct {
 	// Started is when the process started: the first round logs how long
 	// after it ended (a restart's time to recover).
 	Started time.Time
+	// Notify tells the service manager how the loop is doing
+	// (sidecar/sdnotify under systemd; nil: nobody): READY=1 when the
+	// first round has observed (the spool recovered, Slurm read or found
+	// silent), a STATUS= line after every round, STOPPING=1 when ctx ends.
+	Notify Notifier
+	// Watchdog: send WATCHDOG=1 this often (half the unit's WatchdogSec;
+	// 0: never). The ping has its own case in the loop's select, so a
+	// daemon backing off from a silent slurmctld keeps pinging, and only a
+	// round stuck for WatchdogSec (longer than its Slurm timeouts allow,
+	// WorstRound) stops it.
+	Watchdog time.Duration
 
 	trigger chan struct{}
 }
@@ -76,16 +87,27 @@ func (l *Loop) Run(ctx context.Context) error {
 	gap = min(gap, every)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	var ping <-chan time.Time
+	if l.Watchdog > 0 && l.Notify != nil {
+		wd := time.NewTicker(l.Watchdog)
+		defer wd.Stop()
+		ping = wd.C
+	}
 	l.Trigger() // a first round at once
 	var (
 		back    backoff
 		last    time.Time        // when the last round started
 		delayed <-chan time.Time // a triggered round waiting for the gap
+		ready   bool             // READY=1 sent
 	)
 	for {
 		select {
 		case <-ctx.Done():
+			l.notify(sdStopping)
 			return nil
+		case <-ping:
+			l.notify(sdWatchdog)
+			continue
 		case <-tick.C:
 		case <-l.trigger:
 			if wait := gap - l.Now().Sub(last); !last.IsZero() && wait > 0 {
@@ -122,8 +144,10 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.Log.Warn("intake round", "err", err)
 		}
 		slurmDown := err != nil && !errors.Is(err, context.Canceled)
+		var xs ExecStats
 		if l.Exec != nil {
-			xs, xerr := l.Exec.Observe(ctx, obs)
+			var xerr error
+			xs, xerr = l.Exec.Observe(ctx, obs)
 			if xerr != nil {
 				l.Log.Warn("execution round", "err", xerr)
 			}
@@ -132,12 +156,21 @@ func (l *Loop) Run(ctx context.Context) error {
 				l.OnExec(xs, xerr)
 			}
 		}
-		if d, changed := back.next(slurmDown, every, now); changed {
+		d, changed := back.next(slurmDown, every, now)
+		if changed {
 			if d > 0 {
 				l.Log.Warn("Slurm is not answering; backing off", "next_round_in", d)
 			} else {
 				l.Log.Info("Slurm answers again")
 			}
+		}
+		if l.Notify != nil {
+			line := statusLine(now, l.Now().Sub(now), st, xs, d, l.Intake.Active())
+			if !ready {
+				line = sdReady + "\n" + line
+				ready = true
+			}
+			l.notify(line)
 		}
 		if l.OnRound != nil {
 			l.OnRound(st, err)

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/privhelper"
+	"github.com/glean-hpc/glean/sidecar/sdnotify"
+)
+
+// Notifier tells the service manager about the loop: one datagram of
+// sd_notify(3) states per call. sidecar/sdnotify.Systemd is the real one
+// (a no-op without $NOTIFY_SOCKET).
+type Notifier interface {
+	Notify(state string) error
+}
+
+var _ Notifier = sdnotify.Systemd{}
+
+const (
+	sdReady    = sdnotify.Ready
+	sdStopping = sdnotify.Stopping
+	sdWatchdog = sdnotify.Watchdog
+)
+
+// WorstRound is how long an execution round may take while slurmctld
+// stops answering, with every Slurm command bounded by slurmTimeout: the
+// snapshot's commands (run side by side) time out once, then at most one
+// privileged call waits for the helper's own timeout before the
+// stallGuard skips the rest of the round. The unit's WatchdogSec must be
+// longer (etc/gleand.service: 5 min against 105 s at the default 30 s).
+// The intake's holds and cancels have no such guard: with many fresh
+// submissions when slurmctld dies between the snapshot and them, a round
+// can take longer, and the watchdog restarts gleand, which recovers from
+// the spool.
+func WorstRound(slurmTimeout time.Duration) time.Duration {
+	if slurmTimeout <= 0 {
+		slurmTimeout = 30 * time.Second
+	}
+	return slurmTimeout + privhelper.RequestTimeout(slurmTimeout) + 5*time.Second
+}
+
+// notify sends state if there is a Notifier; a failure is logged, never
+// fatal (systemd restarting is no reason to stop harvesting).
+func (l *Loop) notify(state string) {
+	if l.Notify == nil {
+		return
+	}
+	if err := l.Notify.Notify(state); err != nil {
+		l.Log.Warn("sd_notify", "state", strings.SplitN(state, "\n", 2)[0], "err", err)
+	}
+}
+
+// statusLine is the STATUS= systemctl shows: when the last round ran and
+// what it did, or that Slurm is not answering and when the next round is.
+func statusLine(at time.Time, took time.Duration, st Stats, xs ExecStats, backoff time.Duration, active int) string {
+	var b strings.Builder
+	if backoff > 0 {
+		fmt.Fprintf(&b, "Slurm not answering at %s, next round in %s; ", at.Format("15:04:05"), backoff.Round(time.Second))
+	} else {
+		fmt.Fprintf(&b, "round at %s took %s; ", at.Format("15:04:05"), took.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "%d jobs active", active)
+	var did []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{st.Accepted, "accepted"}, {st.Rejected, "rejected"}, {xs.Committed, "tasks committed"},
+		{xs.Submitted, "pilots submitted"}, {xs.Cancelled, "pilots cancelled"}, {xs.Retired, "retired"},
+		{xs.Lost, "lost"}, {st.Cancelled, "jobs cancelled"}, {xs.Ended, "jobs ended"},
+	} {
+		if c.n > 0 {
+			did = append(did, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(did) > 0 {
+		b.WriteString("; " + strings.Join(did, ", "))
+	}
+	return sdnotify.Status(b.String())
+}
