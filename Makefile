@@ -6,13 +6,20 @@ FUZZTIME ?= 10s
 # Fuzz targets as package:FuzzName, found by grep so new ones join automatically.
 FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' sidecar spank | xargs -r grep -Ho '^func Fuzz[A-Za-z0-9_]*' | sed 's|/[^/]*_test.go:func |:|')
 
-.PHONY: all build spank test unit bench lint fuzz deps clean demo chaos
+.PHONY: all build binaries spank test unit bench lint fuzz deps clean demo chaos install dist rpm
+
+# The version: contrib/glean.spec's, the one place it is written.
+VERSION := $(shell sed -n 's/^Version:[[:space:]]*//p' contrib/glean.spec)
+GOLDFLAGS ?= -X github.com/glean-hpc/glean/sidecar/cli.Version=$(VERSION)
 
 all: build
 
-build: spank
+build: spank binaries
+
+# binaries builds the four Go programs only (no C compiler or Slurm headers needed).
+binaries:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -o $(BIN)/ ./cmd/glean ./cmd/gleand ./cmd/glean-agent ./cmd/glean-helper
+	$(GO) build -trimpath -ldflags '$(GOLDFLAGS)' -o $(BIN)/ ./cmd/glean ./cmd/gleand ./cmd/glean-agent ./cmd/glean-helper
 
 # spank builds the SPANK plugin that makes `#SBATCH --glean` valid (spank/glean.c
 # says how an admin installs it). Needs Slurm's headers: libslurm-dev.
@@ -21,11 +28,85 @@ spank: spank/glean.so
 spank/glean.so: spank/glean.c
 	$(CC) $(SPANK_CFLAGS) $(CPPFLAGS) -o $@ $< || { echo "make: building $@ needs gcc and Slurm's slurm/spank.h (Debian: apt-get install libslurm-dev)" >&2; exit 1; }
 
-# deps installs what the tests need: Debian's Slurm and munge (as root), Go modules.
+# deps installs what the tests need: Debian's Slurm and munge (as root), rpm
+# (rpmbuild for tests/packaging), Go modules.
 deps:
 	@tests/need-go.sh "$(GO)"
 	@if [ "$$(id -u)" -eq 0 ]; then tests/loopback-slurm.sh install; else tests/loopback-slurm.sh install || true; fi
+	@command -v rpmbuild >/dev/null || { [ "$$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rpm >/dev/null; } || echo "rpmbuild missing: tests/packaging skips the RPM (apt-get install rpm)"
 	$(GO) mod download
+
+# install puts glean where etc/*.service and etc/glean.toml expect it
+# (README, "Install on a cluster"). DESTDIR stages it (packages); the
+# paths below are the installed ones, written into the units and the
+# config when they differ from the defaults. An existing glean.toml is
+# never overwritten: the new one goes beside it as glean.toml.new. The
+# SPANK plugin is installed when it was built (make spank).
+PREFIX     ?= /usr
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib64
+SPANKDIR   ?= $(LIBDIR)/slurm
+LIBEXECDIR ?= $(PREFIX)/libexec
+DATADIR    ?= $(PREFIX)/share
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /usr/lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
+SPOOLDIR   ?= /var/spool/glean
+INSTALL    ?= install
+# What the units and the config say, rewritten to the paths above.
+INSTALL_SED = -e 's|/usr/bin/glean|$(BINDIR)/glean|g' -e 's|/etc/glean/|$(SYSCONFDIR)/glean/|g' \
+	-e 's|/usr/libexec/glean/|$(LIBEXECDIR)/glean/|g' -e 's|/var/spool/glean|$(SPOOLDIR)|g'
+# The wrapper looks for glean in /usr/bin and /usr/local/bin; elsewhere, in BINDIR first.
+WRAPPER_SED = $(if $(filter-out /usr/bin /usr/local/bin,$(BINDIR)),-e 's|"$$here/glean" /usr/bin/glean|"$$here/glean" $(BINDIR)/glean /usr/bin/glean|',-e '')
+install: binaries
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/glean $(DESTDIR)$(DATADIR)/glean/wrappers \
+		$(DESTDIR)$(DATADIR)/glean/examples $(DESTDIR)$(SYSCONFDIR)/glean $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+	$(INSTALL) -m 0755 $(BIN)/glean $(BIN)/gleand $(BIN)/glean-agent $(BIN)/glean-helper $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 jobscripts/pilot.sh $(DESTDIR)$(LIBEXECDIR)/glean/pilot.sh
+	sed $(WRAPPER_SED) wrappers/sbatch >$(DESTDIR)$(DATADIR)/glean/wrappers/sbatch && chmod 0755 $(DESTDIR)$(DATADIR)/glean/wrappers/sbatch
+	$(INSTALL) -m 0644 wrappers/glean.sh $(DESTDIR)$(DATADIR)/glean/glean.sh
+	$(INSTALL) -m 0755 jobscripts/examples/*.sh $(DESTDIR)$(DATADIR)/glean/examples/
+	for u in gleand glean-helper; do \
+		sed $(INSTALL_SED) etc/$$u.service >$(DESTDIR)$(UNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; \
+	done
+	sed $(INSTALL_SED) etc/glean.sysusers >$(DESTDIR)$(SYSUSERSDIR)/glean.conf && chmod 0644 $(DESTDIR)$(SYSUSERSDIR)/glean.conf
+	sed $(INSTALL_SED) etc/glean.tmpfiles >$(DESTDIR)$(TMPFILESDIR)/glean.conf && chmod 0644 $(DESTDIR)$(TMPFILESDIR)/glean.conf
+	@conf=$(DESTDIR)$(SYSCONFDIR)/glean/glean.toml; new=$$conf; \
+	if [ -e "$$conf" ]; then new=$$conf.new; echo "make install: $$conf exists and is kept; the new default config is $$new"; fi; \
+	sed $(INSTALL_SED) etc/glean.toml >"$$new" && chmod 0644 "$$new"
+	@if [ -f spank/glean.so ]; then \
+		$(INSTALL) -d $(DESTDIR)$(SPANKDIR) && $(INSTALL) -m 0755 spank/glean.so $(DESTDIR)$(SPANKDIR)/glean.so && \
+		echo "make install: SPANK plugin in $(SPANKDIR)/glean.so; add to plugstack.conf on login and compute nodes: optional $(SPANKDIR)/glean.so spool=$(SPOOLDIR) user=glean partition=pilot"; \
+	else echo "make install: no SPANK plugin (spank/glean.so not built: make spank, needs libslurm-dev)"; fi
+	@if [ -z "$(DESTDIR)" ]; then echo "make install: now: systemd-sysusers; systemd-tmpfiles --create glean.conf; systemctl daemon-reload; systemctl enable --now glean-helper gleand"; fi
+
+# dist makes glean-VERSION.tar.gz from HEAD with the Go modules vendored,
+# so that rpmbuild (and any offline build host) needs no module proxy.
+DIST := glean-$(VERSION)
+dist:
+	@tests/need-go.sh "$(GO)"
+	rm -rf dist/$(DIST) && mkdir -p dist/$(DIST)
+	git archive HEAD | tar -x -C dist/$(DIST)
+	cd dist/$(DIST) && $(GO) mod vendor
+	tar -C dist -czf dist/$(DIST).tar.gz $(DIST) && rm -rf dist/$(DIST)
+	@echo "dist/$(DIST).tar.gz"
+
+# rpm builds glean's RPMs from `make dist` with contrib/glean.spec into
+# dist/rpmbuild (RPMS/<arch>/). RPMFLAGS is passed on: RPMFLAGS='--with spank'
+# builds glean-spank too (needs Slurm's headers: slurm-devel).
+RPMFLAGS ?=
+rpm: dist
+	@command -v rpmbuild >/dev/null || { echo "make rpm: needs rpmbuild (Debian/Ubuntu: apt-get install rpm; RHEL/Rocky: dnf install rpm-build)" >&2; exit 1; }
+	mkdir -p dist/rpmbuild/SOURCES
+	cp dist/$(DIST).tar.gz dist/rpmbuild/SOURCES/
+	@# Where rpm does not manage the system (Debian), BuildRequires cannot be checked.
+	rpmbuild -bb --define "_topdir $(CURDIR)/dist/rpmbuild" $$(rpm -q rpm >/dev/null 2>&1 || echo --nodeps) $(RPMFLAGS) contrib/glean.spec
+	@ls dist/rpmbuild/RPMS/*/*.rpm
+
+clean:
+	rm -rf $(BIN) dist spank/glean.so
 
 # test runs everything: unit tests, fuzz seed corpora, and the integration
 # tests against a real loopback Slurm (which fail, not skip, when it cannot start).
