@@ -82,31 +82,35 @@ install: binaries
 	else echo "make install: no SPANK plugin (spank/glean.so not built: make spank, needs libslurm-dev)"; fi
 	@if [ -z "$(DESTDIR)" ]; then echo "make install: now: systemd-sysusers; systemd-tmpfiles --create glean.conf; systemctl daemon-reload; systemctl enable --now glean-helper gleand"; fi
 
-# dist makes glean-VERSION.tar.gz from HEAD with the Go modules vendored,
-# so that rpmbuild (and any offline build host) needs no module proxy.
-DIST := glean-$(VERSION)
+# dist makes glean-VERSION.tar.gz from HEAD (committed work only) with the
+# Go modules vendored, so that rpmbuild (and any offline build host) needs
+# no module proxy. Into DISTDIR.
+DISTDIR ?= dist
+DIST    := glean-$(VERSION)
 dist:
 	@tests/need-go.sh "$(GO)"
-	rm -rf dist/$(DIST) && mkdir -p dist/$(DIST)
-	git archive HEAD | tar -x -C dist/$(DIST)
-	cd dist/$(DIST) && $(GO) mod vendor
-	tar -C dist -czf dist/$(DIST).tar.gz $(DIST) && rm -rf dist/$(DIST)
-	@echo "dist/$(DIST).tar.gz"
+	rm -rf $(DISTDIR)/$(DIST) && mkdir -p $(DISTDIR)/$(DIST)
+	git archive HEAD | tar -x -C $(DISTDIR)/$(DIST)
+	cd $(DISTDIR)/$(DIST) && $(GO) mod vendor
+	tar -C $(DISTDIR) -czf $(DISTDIR)/$(DIST).tar.gz $(DIST) && rm -rf $(DISTDIR)/$(DIST)
+	@echo "$(DISTDIR)/$(DIST).tar.gz"
 
 # rpm builds glean's RPMs from `make dist` with contrib/glean.spec into
-# dist/rpmbuild (RPMS/<arch>/). RPMFLAGS is passed on: RPMFLAGS='--with spank'
-# builds glean-spank too (needs Slurm's headers: slurm-devel).
+# DISTDIR/rpmbuild (RPMS/<arch>/). RPMFLAGS is passed on: RPMFLAGS='--with spank'
+# builds glean-spank too (needs Slurm's headers: slurm-devel). Build on the
+# distribution the cluster runs: the binaries link its glibc (cgo, for
+# LDAP/SSSD user lookups).
 RPMFLAGS ?=
 rpm: dist
 	@command -v rpmbuild >/dev/null || { echo "make rpm: needs rpmbuild (Debian/Ubuntu: apt-get install rpm; RHEL/Rocky: dnf install rpm-build)" >&2; exit 1; }
-	mkdir -p dist/rpmbuild/SOURCES
-	cp dist/$(DIST).tar.gz dist/rpmbuild/SOURCES/
+	mkdir -p $(DISTDIR)/rpmbuild/SOURCES
+	cp $(DISTDIR)/$(DIST).tar.gz $(DISTDIR)/rpmbuild/SOURCES/
 	@# Where rpm does not manage the system (Debian), BuildRequires cannot be checked.
-	rpmbuild -bb --define "_topdir $(CURDIR)/dist/rpmbuild" $$(rpm -q rpm >/dev/null 2>&1 || echo --nodeps) $(RPMFLAGS) contrib/glean.spec
-	@ls dist/rpmbuild/RPMS/*/*.rpm
+	rpmbuild -bb --define "_topdir $(abspath $(DISTDIR))/rpmbuild" $$(rpm -q rpm >/dev/null 2>&1 || echo --nodeps) $(RPMFLAGS) contrib/glean.spec
+	@ls $(DISTDIR)/rpmbuild/RPMS/*/*.rpm
 
 clean:
-	rm -rf $(BIN) dist spank/glean.so
+	rm -rf $(BIN) $(DISTDIR) spank/glean.so
 
 # test runs everything: unit tests, fuzz seed corpora, and the integration
 # tests against a real loopback Slurm (which fail, not skip, when it cannot start).

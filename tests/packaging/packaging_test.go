@@ -1,0 +1,214 @@
+// Package packaging checks what an admin installs: `make install` into a
+// staging directory, and the RPM that `make rpm` builds from contrib/glean.spec.
+// Neither needs Slurm; the RPM test needs rpmbuild (make deps installs it).
+package packaging
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/tests/gleantest"
+)
+
+// makeIn runs make in the repository with vars and fails the test on error.
+func makeIn(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"-s", "-C", gleantest.RepoRoot()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// unitPaths returns the absolute paths a unit's Exec lines name.
+func unitPaths(t *testing.T, unit string) (exec []string, keys map[string]string) {
+	t.Helper()
+	f, err := os.Open(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	keys = map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		keys[k] = v
+		if strings.HasPrefix(k, "Exec") {
+			for _, w := range strings.Fields(v) {
+				if strings.HasPrefix(w, "/") {
+					exec = append(exec, w)
+				}
+			}
+		}
+	}
+	return exec, keys
+}
+
+// specVersion is contrib/glean.spec's Version, which make stamps into the binaries.
+func specVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(gleantest.RepoRoot(), "contrib", "glean.spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Version:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("contrib/glean.spec has no Version:")
+	return ""
+}
+
+func TestMakeInstall(t *testing.T) {
+	for _, tc := range []struct {
+		name                              string
+		vars                              []string // make variables beyond DESTDIR
+		bin, etc, unitDir, libexec, share string
+	}{
+		{"defaults", nil, "/usr/bin", "/etc/glean", "/usr/lib/systemd/system", "/usr/libexec/glean", "/usr/share/glean"},
+		{"under /opt", []string{"PREFIX=/opt/glean", "SYSCONFDIR=/opt/glean/etc", "UNITDIR=/etc/systemd/system", "SPOOLDIR=/shared/glean"},
+			"/opt/glean/bin", "/opt/glean/etc/glean", "/etc/systemd/system", "/opt/glean/libexec/glean", "/opt/glean/share/glean"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dest := t.TempDir()
+			vars := append([]string{"install", "DESTDIR=" + dest, "BIN=" + filepath.Join(t.TempDir(), "bin")}, tc.vars...)
+			makeIn(t, vars...)
+			at := func(p string) string { return filepath.Join(dest, p) }
+
+			for _, b := range []string{"glean", "gleand", "glean-agent", "glean-helper"} {
+				p := at(filepath.Join(tc.bin, b))
+				st, err := os.Stat(p)
+				if err != nil || st.Mode()&0o111 == 0 {
+					t.Fatalf("%s: not an installed executable (%v)", p, err)
+				}
+				out, err := exec.Command(p, "version").CombinedOutput()
+				if err != nil || !strings.HasPrefix(string(out), b+" ") {
+					t.Errorf("%s version: %q, %v", p, out, err)
+				}
+				// The spec's version (glean-helper reports its build's own).
+				if b != "glean-helper" && !strings.Contains(string(out), " "+specVersion(t)) {
+					t.Errorf("%s version: %q, want the spec's %s", p, out, specVersion(t))
+				}
+			}
+			for p, exe := range map[string]bool{
+				tc.libexec + "/pilot.sh": true, tc.share + "/wrappers/sbatch": true, tc.share + "/glean.sh": false,
+				tc.share + "/examples/montecarlo.sh": true,
+			} {
+				st, err := os.Stat(at(p))
+				if err != nil || exe && st.Mode()&0o111 == 0 {
+					t.Errorf("%s: missing or not executable (%v)", p, err)
+				}
+			}
+
+			// The units start the installed binaries with the installed config.
+			for _, u := range []string{"gleand.service", "glean-helper.service"} {
+				paths, keys := unitPaths(t, at(filepath.Join(tc.unitDir, u)))
+				if keys["Type"] != "notify" {
+					t.Errorf("%s: Type=%s, want notify", u, keys["Type"])
+				}
+				if len(paths) < 2 {
+					t.Errorf("%s: Exec lines name %v", u, paths)
+				}
+				for _, p := range paths {
+					if _, err := os.Stat(at(p)); err != nil {
+						t.Errorf("%s names %s, which is not installed", u, p)
+					}
+				}
+				if !strings.HasPrefix(paths[0], tc.bin+"/") {
+					t.Errorf("%s runs %s, not from %s", u, paths[0], tc.bin)
+				}
+			}
+			if _, keys := unitPaths(t, at(filepath.Join(tc.unitDir, "gleand.service"))); keys["WatchdogSec"] == "" {
+				t.Error("gleand.service: no WatchdogSec")
+			}
+
+			// The config loads and names the installed agent and pilot script.
+			conf := at(tc.etc + "/glean.toml")
+			cfg, err := config.Load(conf)
+			if err != nil {
+				t.Fatalf("installed config: %v", err)
+			}
+			for _, p := range []string{cfg.Helper.Agent, cfg.Helper.PilotScript} {
+				if _, err := os.Stat(at(p)); err != nil {
+					t.Errorf("glean.toml names %s, which is not installed", p)
+				}
+			}
+			if want := tc.libexec + "/pilot.sh"; cfg.Helper.PilotScript != want {
+				t.Errorf("helper.pilot_script = %s, want %s", cfg.Helper.PilotScript, want)
+			}
+
+			// A second install keeps the admin's config and puts the new one beside it.
+			mine := []byte("# the site's own\n[spool]\ndir = \"/shared/glean\"\n")
+			if err := os.WriteFile(conf, mine, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := makeIn(t, vars...)
+			if got, _ := os.ReadFile(conf); !bytes.Equal(got, mine) {
+				t.Errorf("a second install overwrote the changed config:\n%s", got)
+			}
+			if _, err := config.Load(conf + ".new"); err != nil {
+				t.Errorf("no loadable %s.new beside the kept config: %v", conf, err)
+			}
+			if !strings.Contains(out, "is kept") {
+				t.Errorf("the second install did not say the config was kept:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestRPM builds the RPM from `make dist` and checks its files and
+// scriptlets. It needs rpmbuild (Debian's package rpm; make deps installs
+// it) and a git checkout (make dist archives HEAD).
+func TestRPM(t *testing.T) {
+	if _, err := exec.LookPath("rpmbuild"); err != nil {
+		t.Skip("rpmbuild not installed (apt-get install rpm, or make deps as root)")
+	}
+	if _, err := os.Stat(filepath.Join(gleantest.RepoRoot(), ".git")); err != nil {
+		t.Skip("not a git checkout: make dist archives HEAD")
+	}
+	dist := t.TempDir()
+	makeIn(t, "rpm", "DISTDIR="+dist)
+	rpms, _ := filepath.Glob(filepath.Join(dist, "rpmbuild", "RPMS", "*", "glean-[0-9]*.rpm"))
+	if len(rpms) != 1 {
+		t.Fatalf("RPMs built: %v", rpms)
+	}
+	q := func(args ...string) string {
+		out, err := exec.Command("rpm", append(args, rpms[0])...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("rpm %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	files := q("-qlp")
+	for _, f := range []string{"/usr/bin/gleand", "/usr/bin/glean-helper", "/usr/bin/glean", "/usr/bin/glean-agent",
+		"/usr/lib/systemd/system/gleand.service", "/usr/lib/systemd/system/glean-helper.service",
+		"/usr/libexec/glean/pilot.sh", "/usr/share/glean/wrappers/sbatch", "/usr/share/glean/glean.sh",
+		"/etc/glean/glean.toml", "/var/spool/glean"} {
+		if !strings.Contains(files, f+"\n") {
+			t.Errorf("the RPM lacks %s:\n%s", f, files)
+		}
+	}
+	if c := q("-qcp"); !strings.Contains(c, "/etc/glean/glean.toml") {
+		t.Errorf("glean.toml is not a config file: %q", c)
+	}
+	scripts := q("-qp", "--scripts")
+	for _, want := range []string{"useradd -r -g glean", "groupadd -r glean", "gleand.service glean-helper.service"} {
+		if !strings.Contains(scripts, want) {
+			t.Errorf("scriptlets lack %q:\n%s", want, scripts)
+		}
+	}
+	if v := q("-qlvp"); !strings.Contains(v, "glean    glean") || !strings.Contains(v, "/var/spool/glean") {
+		t.Errorf("the spool is not owned by glean:\n%s", v)
+	}
+}
