@@ -212,3 +212,24 @@ func TestRPM(t *testing.T) {
 		t.Errorf("the spool is not owned by glean:\n%s", v)
 	}
 }
+
+// systemd itself reads the installed units without a complaint (an unknown
+// directive or a bad value is only a warning to systemd: the output must be
+// empty). Installed without DESTDIR under a temporary prefix, so that the
+// binaries the units name exist.
+func TestUnitsVerify(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	root := t.TempDir()
+	makeIn(t, "install", "BIN="+filepath.Join(root, "build"), "PREFIX="+root+"/usr", "SYSCONFDIR="+root+"/etc",
+		"UNITDIR="+root+"/units", "SYSUSERSDIR="+root+"/sysusers", "TMPFILESDIR="+root+"/tmpfiles", "SPOOLDIR="+root+"/spool")
+	units, _ := filepath.Glob(filepath.Join(root, "units", "*.service"))
+	if len(units) != 2 {
+		t.Fatalf("units installed: %v", units)
+	}
+	out, err := exec.Command("systemd-analyze", append([]string{"verify", "--man=no"}, units...)...).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
