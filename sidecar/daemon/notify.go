@@ -59,7 +59,7 @@ func statusLine(at time.Time, took time.Duration, st Stats, xs ExecStats, backof
 	if backoff > 0 {
 		fmt.Fprintf(&b, "Slurm not answering at %s, next round in %s; ", at.Format("15:04:05"), backoff.Round(time.Second))
 	} else {
-		fmt.Fprintf(&b, "round at %s took %s; ", at.Format("15:04:05"), took.Round(time.Millisecond))
+		fmt.Fprintf(&b, "round at %s took %s; ", at.Format("15:04:05"), max(took.Round(time.Millisecond), time.Millisecond))
 	}
 	fmt.Fprintf(&b, "%d jobs active", active)
 	var did []string

@@ -137,19 +137,21 @@ func TestStatusLine(t *testing.T) {
 	at := time.Date(2026, 11, 24, 14, 2, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string
+		took    time.Duration
 		st      Stats
 		xs      ExecStats
 		backoff time.Duration
 		want    string
 	}{
-		{"idle", Stats{}, ExecStats{}, 0, "STATUS=round at 14:02:05 took 48ms; 2 jobs active"},
-		{"busy", Stats{Accepted: 1}, ExecStats{Committed: 12, Submitted: 2}, 0,
+		{"idle", 48 * time.Millisecond, Stats{}, ExecStats{}, 0, "STATUS=round at 14:02:05 took 48ms; 2 jobs active"},
+		{"quick: at least 1ms, not 0s", 300 * time.Microsecond, Stats{}, ExecStats{}, 0, "STATUS=round at 14:02:05 took 1ms; 2 jobs active"},
+		{"busy", 48 * time.Millisecond, Stats{Accepted: 1}, ExecStats{Committed: 12, Submitted: 2}, 0,
 			"STATUS=round at 14:02:05 took 48ms; 2 jobs active; 1 accepted, 12 tasks committed, 2 pilots submitted"},
-		{"slurm down", Stats{}, ExecStats{SlurmDown: true}, 20 * time.Second,
+		{"slurm down", 8 * time.Second, Stats{}, ExecStats{SlurmDown: true}, 20 * time.Second,
 			"STATUS=Slurm not answering at 14:02:05, next round in 20s; 2 jobs active"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := statusLine(at, 48*time.Millisecond, tc.st, tc.xs, tc.backoff, 2); got != tc.want {
+			if got := statusLine(at, tc.took, tc.st, tc.xs, tc.backoff, 2); got != tc.want {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

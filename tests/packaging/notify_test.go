@@ -1,0 +1,132 @@
+package packaging
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/daemon"
+	"github.com/glean-hpc/glean/tests/gleantest"
+	"github.com/glean-hpc/glean/tests/slurmtest"
+)
+
+// gleand, the real binary as the glean user on a loopback Slurm, with a
+// $NOTIFY_SOCKET and $WATCHDOG_USEC as systemd would set them for
+// Type=notify and WatchdogSec=2s: READY=1 after its first round, STATUS=
+// lines, WATCHDOG=1 every second, also while slurmctld is stopped and it
+// backs off (the largest gap between pings then stays far below
+// WatchdogSec=5min's bound, daemon.WorstRound), STOPPING=1 on SIGTERM.
+func TestGleandNotifiesSystemd(t *testing.T) {
+	cl := slurmtest.Start(t, slurmtest.Options{Nodes: 4})
+	e, err := gleantest.New(cl, gleantest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	dir := filepath.Join(e.Dir, "notify")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := os.Chmod(sock, 0o666); err != nil { // gleand sends as glean
+		t.Fatal(err)
+	}
+	type msg struct {
+		at   time.Time
+		text string
+	}
+	msgs := make(chan msg, 4096)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- msg{time.Now(), string(buf[:n])}
+		}
+	}()
+	e.DaemonEnv = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=2000000"}
+	started := time.Now()
+	e.Start(t)
+
+	// until reads datagrams until one contains want; it returns it and the
+	// largest gap between WATCHDOG=1 pings seen on the way.
+	lastPing := time.Time{}
+	until := func(want string, timeout time.Duration) (string, time.Duration) {
+		t.Helper()
+		deadline := time.After(timeout)
+		var gap time.Duration
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					t.Fatalf("notify socket closed waiting for %q", want)
+				}
+				if m.text == "WATCHDOG=1" {
+					if !lastPing.IsZero() {
+						gap = max(gap, m.at.Sub(lastPing))
+					}
+					lastPing = m.at
+				}
+				if strings.Contains(m.text, want) {
+					return m.text, gap
+				}
+			case <-deadline:
+				t.Fatalf("no %q from gleand within %v\n%s", want, timeout, e.Logs())
+			}
+		}
+	}
+	ready, _ := until("READY=1", time.Minute)
+	t.Logf("READY=1 %v after gleand started: %q", time.Since(started).Round(time.Millisecond), ready)
+	if !strings.Contains(ready, "STATUS=round at") {
+		t.Errorf("READY=1 without the first round's status: %q", ready)
+	}
+	until("WATCHDOG=1", 10*time.Second)
+
+	// A job to follow, so that the rounds read Slurm; then slurmctld away.
+	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
+	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
+	until("1 jobs active", time.Minute)
+	if err := cl.StopController(); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = cl.StartController()
+		}
+	}()
+	status, _ := until("STATUS=Slurm not answering", time.Minute)
+	t.Logf("%v after slurmctld stopped: %q", time.Since(down).Round(time.Millisecond), status)
+	pings := 0
+	var gap time.Duration
+	for time.Since(down) < 25*time.Second {
+		_, g := until("WATCHDOG=1", 2*daemon.WorstRound(30*time.Second))
+		gap = max(gap, g)
+		pings++
+	}
+	if err := cl.StartController(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	// WatchdogSec=5min in etc/gleand.service; a round may take WorstRound.
+	if worst := daemon.WorstRound(30 * time.Second); gap >= worst {
+		t.Errorf("largest gap between pings while slurmctld was down: %v, not under %v", gap, worst)
+	}
+	t.Logf("slurmctld down 25 s: %d pings, largest gap between them %v (pinging every 1 s)", pings, gap.Round(time.Millisecond))
+	until("STATUS=round at", 2*time.Minute)
+
+	e.Stop()
+	until("STOPPING=1", 30*time.Second)
+}
