@@ -3,39 +3,22 @@ package daemon
 import (
 	"context"
 	"errors"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/sdnotify"
+	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
 )
 
-// notifySocket binds a datagram socket as systemd's $NOTIFY_SOCKET and
-// returns the datagrams that arrive on it.
-func notifySocket(t *testing.T) <-chan string {
+// notifySocket binds a datagram socket as systemd's $NOTIFY_SOCKET.
+func notifySocket(t *testing.T) <-chan sdnotifytest.Message {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	msgs := sdnotifytest.Listen(t, path)
 	t.Setenv("NOTIFY_SOCKET", path)
-	out := make(chan string, 1024)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(out)
-				return
-			}
-			out <- string(buf[:n])
-		}
-	}()
-	return out
+	return msgs
 }
 
 // The loop tells systemd, over a real $NOTIFY_SOCKET, READY=1 once its
@@ -76,7 +59,7 @@ func TestLoopNotifiesSystemd(t *testing.T) {
 					if !ok {
 						t.Fatalf("notify socket closed while waiting for %s", what)
 					}
-					return m
+					return m.Text
 				case <-deadline:
 					t.Fatalf("no %s on $NOTIFY_SOCKET within 20 s", what)
 				}

@@ -1,7 +1,6 @@
 package packaging
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/daemon"
+	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
 	"github.com/glean-hpc/glean/tests/gleantest"
 	"github.com/glean-hpc/glean/tests/slurmtest"
 )
@@ -31,30 +31,7 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := os.Chmod(sock, 0o666); err != nil { // gleand sends as glean
-		t.Fatal(err)
-	}
-	type msg struct {
-		at   time.Time
-		text string
-	}
-	msgs := make(chan msg, 4096)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- msg{time.Now(), string(buf[:n])}
-		}
-	}()
+	msgs := sdnotifytest.Listen(t, sock)
 	e.DaemonEnv = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=2000000"}
 	started := time.Now()
 	e.Start(t)
@@ -72,14 +49,14 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 				if !ok {
 					t.Fatalf("notify socket closed waiting for %q", want)
 				}
-				if m.text == "WATCHDOG=1" {
+				if m.Text == "WATCHDOG=1" {
 					if !lastPing.IsZero() {
-						gap = max(gap, m.at.Sub(lastPing))
+						gap = max(gap, m.At.Sub(lastPing))
 					}
-					lastPing = m.at
+					lastPing = m.At
 				}
-				if strings.Contains(m.text, want) {
-					return m.text, gap
+				if strings.Contains(m.Text, want) {
+					return m.Text, gap
 				}
 			case <-deadline:
 				t.Fatalf("no %q from gleand within %v\n%s", want, timeout, e.Logs())
@@ -97,16 +74,8 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
 	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
 	until("1 jobs active", time.Minute)
-	if err := cl.StopController(); err != nil {
-		t.Fatal(err)
-	}
+	restart := cl.Outage(t)
 	down := time.Now()
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = cl.StartController()
-		}
-	}()
 	status, _ := until("STATUS=Slurm not answering", time.Minute)
 	t.Logf("%v after slurmctld stopped: %q", time.Since(down).Round(time.Millisecond), status)
 	pings := 0
@@ -116,10 +85,9 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 		gap = max(gap, g)
 		pings++
 	}
-	if err := cl.StartController(); err != nil {
+	if err := restart(); err != nil {
 		t.Fatal(err)
 	}
-	restarted = true
 	// WatchdogSec=5min in etc/gleand.service; a round may take WorstRound.
 	if worst := daemon.WorstRound(30 * time.Second); gap >= worst {
 		t.Errorf("largest gap between pings while slurmctld was down: %v, not under %v", gap, worst)

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -136,6 +137,23 @@ func (c *Cluster) StartController() error {
 		return fmt.Errorf("loopback-slurm ctld-start: %v: %s", err, out)
 	}
 	return nil
+}
+
+// Outage stops slurmctld (StopController) and returns the function that
+// starts it again; the test's cleanup starts it if the test did not.
+func (c *Cluster) Outage(tb testing.TB) (restart func() error) {
+	tb.Helper()
+	if err := c.StopController(); err != nil {
+		tb.Fatal(err)
+	}
+	var once sync.Once
+	var err error
+	restart = func() error {
+		once.Do(func() { err = c.StartController() })
+		return err
+	}
+	tb.Cleanup(func() { _ = restart() })
+	return restart
 }
 
 // Remove deletes the cluster's directory.
