@@ -91,25 +91,36 @@ const slowCall = 5 * time.Second
 // errStalled is what the calls after a slow failure return.
 var errStalled = errors.New("skipped: Slurm stopped answering during this round")
 
-// stallGuard stops calling Slurm for the rest of a round once a call
-// failed slowly: each would wait for the timeout too, and the round (which
-// also commits the results) would stall for the whole outage.
-type stallGuard struct {
-	Actor
-	slow    time.Duration // slowCall
+// stall is a round's memory of a privileged call that failed slowly
+// (Slurm stopped answering after the round's snapshot): the intake's and
+// the executor's calls after it are skipped, since each would wait for the
+// timeout too, and the round (which also commits the results) would stall
+// for the whole outage.
+type stall struct {
+	slow    time.Duration // 0: slowCall
 	stalled bool
 }
 
-func (g *stallGuard) call(f func() error) error {
-	if g.stalled {
+func (s *stall) call(f func() error) error {
+	if s.stalled {
 		return errStalled
+	}
+	slow := s.slow
+	if slow <= 0 {
+		slow = slowCall
 	}
 	start := time.Now()
 	err := f()
-	if err != nil && time.Since(start) > g.slow {
-		g.stalled = true
+	if err != nil && time.Since(start) > slow {
+		s.stalled = true
 	}
 	return err
+}
+
+// stallGuard is the executor's Actor behind the round's stall.
+type stallGuard struct {
+	Actor
+	*stall
 }
 
 func (g *stallGuard) SubmitPilots(ctx context.Context, record string, intents []spool.PilotJob) (ids []string, err error) {
@@ -218,7 +229,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		return st, nil
 	}
 	sort.Strings(names)
-	x.act = &stallGuard{Actor: x.base, slow: slowCall}
+	x.act = &stallGuard{Actor: x.base, stall: &obs.stall}
 	x.readEnded(now)
 	snap := obs.Snapshot(ctx)
 	st.SlurmDown = !snap.Complete

@@ -355,12 +355,57 @@ func TestStallGuard(t *testing.T) {
 		calls int // of 3 attempted
 	}{{0, 3}, {20 * time.Millisecond, 1}} {
 		a := &slowActor{delay: tc.delay}
-		g := &stallGuard{Actor: a, slow: 10 * time.Millisecond}
+		g := &stallGuard{Actor: a, stall: &stall{slow: 10 * time.Millisecond}}
 		for i := 0; i < 3; i++ {
 			_ = g.CancelPilot(context.Background(), "r", "1")
 		}
 		if a.calls != tc.calls {
 			t.Errorf("failing after %v: %d calls reached Slurm, want %d", tc.delay, a.calls, tc.calls)
 		}
+	}
+}
+
+// slowHolds is Privileged whose holds fail after delay; the rest is fakeSlurm.
+type slowHolds struct {
+	*fakeSlurm
+	a *slowActor
+}
+
+func (s *slowHolds) Hold(context.Context, string) error { return s.a.fail() }
+
+// The intake's holds share the round's stall: once one failed slowly
+// (slurmctld went away after the round's snapshot), the round's other
+// holds are skipped and tried next round, so that a round with many fresh
+// submissions does not wait for one timeout each (and outlast the
+// watchdog, WorstRound).
+func TestIntakeStallGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		holds int // of 3 fresh submissions in one round
+	}{
+		{"fast failures: every hold tried", 0, 3},
+		{"a slow failure: the round's other holds skipped", 20 * time.Millisecond, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			p := &slowHolds{fakeSlurm: fx.slurm, a: &slowActor{delay: tc.delay}}
+			in, err := NewIntake(Options{Spool: fx.s, AnchorPartition: "glean", PilotPartition: "pilot", Limits: fx.in.opt.Limits},
+				fx.in.records, fx.slurm, p, fx.slurm, fx.in.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				fx.submit(t, 2, nil)
+			}
+			obs := &Observation{Now: fx.now, queue: fx.slurm, sizer: fx.slurm, stall: stall{slow: 10 * time.Millisecond}}
+			st, err := in.Observe(context.Background(), obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.a.calls != tc.holds || st.Accepted != 0 {
+				t.Errorf("%d holds reached Slurm (want %d), %d accepted (want 0)", p.a.calls, tc.holds, st.Accepted)
+			}
+		})
 	}
 }

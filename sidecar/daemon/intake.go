@@ -37,6 +37,24 @@ type Privileged interface {
 	Cancel(ctx context.Context, jobID string) error  // the whole job (all array elements)
 }
 
+// privGuard is the intake's Privileged behind the round's stall (exec.go):
+// once a call failed slowly, the round's other holds, releases and cancels
+// are skipped and tried again next round.
+type privGuard struct {
+	Privileged
+	*stall
+}
+
+func (g privGuard) Hold(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Privileged.Hold(ctx, id) })
+}
+func (g privGuard) Release(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Privileged.Release(ctx, id) })
+}
+func (g privGuard) Cancel(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Privileged.Cancel(ctx, id) })
+}
+
 // SlurmPrivileged is Privileged through sidecar/slurm.
 type SlurmPrivileged struct {
 	C *slurm.Client
@@ -113,6 +131,7 @@ type Intake struct {
 	opt     Options
 	queue   Queue
 	priv    Privileged
+	act     Privileged // this round's: priv behind the round's stall
 	sizer   NodeSizer
 	records *spool.Records
 	log     *slog.Logger
@@ -183,6 +202,7 @@ func (in *Intake) Round(ctx context.Context, now time.Time) (Stats, error) {
 func (in *Intake) Observe(ctx context.Context, obs *Observation) (Stats, error) {
 	var st Stats
 	now := obs.Now
+	in.act = privGuard{Privileged: in.priv, stall: &obs.stall}
 	found, problems := in.opt.Spool.ScanIncoming()
 	for _, err := range problems {
 		in.log.Warn("spool scan", "err", err)
@@ -374,7 +394,7 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 	}
 	in.opt.Fail.Hit("intake/accepting-recorded")
 	for i, id := range verified {
-		if err := in.priv.Hold(ctx, id); err != nil {
+		if err := in.act.Hold(ctx, id); err != nil {
 			log.Warn("admin hold; trying again next round", "job", id, "err", err)
 			return ""
 		}
@@ -480,8 +500,8 @@ func (in *Intake) cancelLeft(ctx context.Context, rec *spool.Record, jobs map[st
 		}
 		return left
 	}
-	rec.Cancel = act(rec.Cancel, false, in.priv.Cancel, "cancelling a Slurm job of a refused entry")
-	rec.Release = act(rec.Release, true, in.priv.Release, "releasing a refused entry's anchor")
+	rec.Cancel = act(rec.Cancel, false, in.act.Cancel, "cancelling a Slurm job of a refused entry")
+	rec.Release = act(rec.Release, true, in.act.Release, "releasing a refused entry's anchor")
 	if err := in.records.Put(rec); err != nil {
 		in.log.Error("recording", "record", rec.DirName(), "err", err)
 	}
@@ -508,7 +528,7 @@ func (in *Intake) follow(ctx context.Context, now time.Time, jobs map[string]QJo
 			}
 			if r.Shadow != "" {
 				if sj, ok := jobs[r.Shadow]; ok && !Ended(sj.State) {
-					if err := in.priv.Cancel(ctx, r.Shadow); err != nil {
+					if err := in.act.Cancel(ctx, r.Shadow); err != nil {
 						in.log.Warn("cancelling the shadow array", "job", r.Shadow, "err", err)
 						continue // try again next round
 					}

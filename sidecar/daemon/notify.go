@@ -24,16 +24,13 @@ const (
 	sdWatchdog = sdnotify.Watchdog
 )
 
-// WorstRound is how long an execution round may take while slurmctld
-// stops answering, with every Slurm command bounded by slurmTimeout: the
+// WorstRound is how long a round may take while slurmctld stops
+// answering, with every Slurm command bounded by slurmTimeout: the
 // snapshot's commands (run side by side) time out once, then at most one
-// privileged call waits for the helper's own timeout before the
-// stallGuard skips the rest of the round. The unit's WatchdogSec must be
-// longer (etc/gleand.service: 5 min against 105 s at the default 30 s).
-// The intake's holds and cancels have no such guard: with many fresh
-// submissions when slurmctld dies between the snapshot and them, a round
-// can take longer, and the watchdog restarts gleand, which recovers from
-// the spool.
+// privileged call, the intake's or the executor's, waits for the helper's
+// own timeout before the round's stall skips the rest. The unit's
+// WatchdogSec must be longer (etc/gleand.service: 5 min against 105 s at
+// the default 30 s).
 func WorstRound(slurmTimeout time.Duration) time.Duration {
 	if slurmTimeout <= 0 {
 		slurmTimeout = 30 * time.Second

@@ -25,6 +25,7 @@ type Observation struct {
 	sizer NodeSizer
 
 	s     *cluster.Snapshot
+	stall stall // the round's privileged calls, the intake's and the executor's
 	jobs  map[string]QJob
 	jerr  error
 	sizes map[string]nodeSizes
