@@ -33,7 +33,11 @@ spank/glean.so: spank/glean.c
 deps:
 	@tests/need-go.sh "$(GO)"
 	@if [ "$$(id -u)" -eq 0 ]; then tests/loopback-slurm.sh install; else tests/loopback-slurm.sh install || true; fi
-	@command -v rpmbuild >/dev/null || { [ "$$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rpm >/dev/null; } || echo "rpmbuild missing: tests/packaging skips the RPM (apt-get install rpm)"
+	@command -v rpmbuild >/dev/null || [ "$$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null || { \
+		echo "make deps: installing rpm (rpmbuild, for tests/packaging)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rpm >/dev/null 2>&1 || \
+		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rpm >/dev/null; }; } || true
+	@command -v rpmbuild >/dev/null || echo "make deps: no rpmbuild: tests/packaging skips the RPM (Debian: apt-get install rpm)"
 	$(GO) mod download
 
 # install puts glean where etc/*.service and etc/glean.toml expect it
