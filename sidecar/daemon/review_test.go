@@ -12,6 +12,7 @@ import (
 
 	"github.com/glean-hpc/glean/sidecar/policy"
 	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
 // failingCancel is the model's helper whose cancel-pilot fails while fail
@@ -68,5 +69,52 @@ func TestEscalateRetriesAFailedCancel(t *testing.T) {
 	}
 	if n != 4 {
 		t.Errorf("the round after the failed scancels: helper %q, want the 4 running pilots cancelled again", helper)
+	}
+}
+
+// Review finding: a pilot moved A -> B and later back B -> A (a thesis
+// pool whose first job got a pending task again: a failed or lost task)
+// disappears. completeMove finds A's old entry (MovedTo B, not ended) with
+// pilotOf and copies nothing back, so A's entry still says "moved to B"
+// and B's says "moved to A": neither record shows the pilot to the policy
+// (never given way, never cancelled), and the two control files send its
+// agent back and forth without taking a task.
+func TestMovePilotBack(t *testing.T) {
+	fx := newFixture(t)
+	thesis := func(e *spool.Entry, _ *QJob) { e.Mode = "thesis" }
+	ea, eb := fx.submit(t, 2, thesis), fx.submit(t, 5, thesis)
+	if st := fx.round(t); st.Accepted != 2 {
+		t.Fatalf("intake: %+v", st)
+	}
+	na, nb := spool.RecordName(fx.uid, ea.ID), spool.RecordName(fx.uid, eb.ID)
+	rs, err := fx.s.OpenRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	sl := &benchCluster{nodes: 4, pilots: map[string]string{"p1": "n1"}}
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: policy.DefaultConfig(), HeartbeatTimeout: time.Hour},
+		fx.in, rs, sl, sl, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ra, rb := fx.in.Get(na), fx.in.Get(nb)
+	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
+	if err := rs.Put(ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: na, Pilot: "p1", To: nb}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: nb, Pilot: "p1", To: na}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, r := range []*spool.Record{ra, rb} {
+		var pst policy.State
+		x.pilotsSeen(fx.now, r, sl.Snapshot(context.Background(), fx.now), jobsOf(sl, fx.now), nil, &pst)
+		for _, p := range pst.Pilots {
+			seen = append(seen, p.ID+"@"+p.Job)
+		}
+	}
+	if len(seen) != 1 || seen[0] != "p1@"+na {
+		t.Errorf("after moving p1 to %s and back: the policy sees %v, want [p1@%s]; A's entry %+v", nb, seen, na, pilotOf(ra, "p1"))
 	}
 }
