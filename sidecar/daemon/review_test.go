@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -116,5 +117,51 @@ func TestMovePilotBack(t *testing.T) {
 	}
 	if len(seen) != 1 || seen[0] != "p1@"+na {
 		t.Errorf("after moving p1 to %s and back: the policy sees %v, want [p1@%s]; A's entry %+v", nb, seen, na, pilotOf(ra, "p1"))
+	}
+}
+
+// Review finding: finish records a pending pilot of an ended job as
+// Cancelled before its scancel and never tries again when that fails (a
+// busy slurmctld, or errStalled after one slow call): the ended job's
+// pilots are no longer the policy's (no pending timeout), so the pilot
+// stays queued, and the record is followed every round, until Slurm starts
+// it (or forever, pinned to a node that stays down).
+func TestFinishRetriesAFailedPilotCancel(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 4)
+	act := &failingCancel{slurmModel: m}
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	pc.Grace = 10 * time.Second
+	pc.MinPilotTime = time.Minute
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, act, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 8, nil)
+	m.round(t, fx.in, x)
+	if n := len(fx.record(e).PilotJobs); n == 0 {
+		t.Fatal("no pilots submitted")
+	}
+	work, err := fx.s.OpenWork(fx.uid, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		r := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "77", Node: "n1", Outcome: spool.OutcomeExited,
+			Start: fx.now.Add(-time.Second), End: fx.now}
+		if err := work.Finish(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	act.fail = true
+	fx.now = fx.now.Add(time.Second)
+	_, helper := m.round(t, fx.in, x)
+	if fx.record(e).State != spool.StateDone || !slices.ContainsFunc(helper, func(s string) bool { return strings.HasPrefix(s, "cancel-pilot-failed ") }) {
+		t.Fatalf("ending round: state %s, helper %q; want done and failed pilot cancels", fx.record(e).State, helper)
+	}
+	act.fail = false
+	fx.now = fx.now.Add(time.Second)
+	_, helper = m.round(t, fx.in, x)
+	if !slices.ContainsFunc(helper, func(s string) bool { return strings.HasPrefix(s, "cancel-pilot ") }) {
+		t.Errorf("the round after: helper %q, want the still-pending pilots of the ended job cancelled again", helper)
 	}
 }
