@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
 // Review finding: stopAll (the hold before a time-limit TERM, then the
@@ -71,5 +73,33 @@ while :; do sleep 0.01; done
 				t.Errorf("the running task's lease was not refreshed while the agent was stopping it")
 			}
 		})
+	}
+}
+
+// Review finding: Sweep takes a missing status.json for "the record is
+// gone" and removes the job's checkpoints, though job.json (the daemon's
+// record) is there: a running job's record written by a glean before
+// status.json existed (new agents or a new anchor run before the new
+// gleand's first start, or its SyncStatus failed, which it only logs).
+func TestSweepKeepsARecordWithoutStatus(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\n", nil, nil)
+	root := t.TempDir()
+	rec := &spool.Record{ID: spool.NewID(time.Now()), UID: f.uid, State: spool.StateRunning}
+	if err := f.recs.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.sp.Dir, spool.JobsDir, rec.DirName(), spool.StatusFile)); err != nil {
+		t.Fatal(err)
+	}
+	c := Checkpoints{Spool: f.sp.Dir, Root: root, UID: os.Getuid()}
+	if mErr, err := c.prepareJob(&Job{UID: f.uid, ID: rec.ID, Entry: &spool.Entry{Anchor: "9"}}); err != nil || mErr != nil {
+		t.Fatal(err, mErr)
+	}
+	removed, err := c.Sweep(f.sp, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 0 {
+		t.Errorf("Sweep removed %v: the running job's checkpoints (its job.json is there, its status.json not yet)", removed)
 	}
 }
