@@ -575,7 +575,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			// No agent leases a task outside the array: the owner's garbage,
 			// which would count towards nothing real.
 			x.log.Warn("removing a lease outside the array", "job", r.DirName(), "task", l.Task)
-			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
+			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task, "")
 			continue
 		}
 		if !x.leaseLost(now, l, r, snap, jobs) {
@@ -598,7 +598,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			attempt = fmt.Sprintf("lost-%d-%d", l.Task, l.Heartbeat.UnixNano())
 		}
 		if b.committed[attempt] {
-			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
+			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task, l.Lease.Attempt)
 			continue
 		}
 		ev := spool.TaskEvent{Index: l.Task, Attempt: attempt, Pilot: l.Lease.Pilot, Node: l.Lease.Node,
@@ -623,7 +623,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 		return committed, 0, running, busy, false
 	}
 	for _, l := range dead {
-		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task); err != nil {
+		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task, l.Lease.Attempt); err != nil {
 			x.log.Warn("removing a dead lease", "job", r.DirName(), "task", l.Task, "err", err)
 		}
 		x.log.Info("task taken back from a dead pilot", "job", r.DirName(), "task", l.Task, "pilot", l.Lease.Pilot)
