@@ -866,7 +866,12 @@ func (x *Executor) escalate(ctx context.Context, now time.Time, r *spool.Record,
 			continue
 		}
 		if err := x.act.CancelPilot(ctx, r.DirName(), p.ID); err != nil {
+			// Tried again next round while Slurm shows it holding its node.
 			x.log.Warn("cancelling a pilot that did not give way", "pilot", p.ID, "err", err)
+			p.Killed = false
+			if err := x.records.Put(r); err != nil {
+				x.log.Error("recording a failed cancel", "job", r.DirName(), "err", err)
+			}
 			continue
 		}
 		x.log.Warn("pilot still running a grace after it was told to give way: cancelled", "job", r.DirName(), "pilot", p.ID,
@@ -1017,8 +1022,13 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		}
 		// Idle pilots of a finished job leave by themselves; pending ones
 		// and those of a cancelled job are cancelled.
-		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && !p.Cancelled && p.MovedTo == "" {
-			p.Cancelled, p.Cause, changed = true, causeJobEnded, true
+		// Cancelled again every round while Slurm still shows it: a failed
+		// scancel is retried (the job ended, so the policy no longer sees
+		// its pilots, and no pending timeout catches them).
+		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && (!p.Cancelled || p.Cause == causeJobEnded) && p.MovedTo == "" {
+			if !p.Cancelled {
+				p.Cancelled, p.Cause, changed = true, causeJobEnded, true
+			}
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
 			} else {
