@@ -165,27 +165,23 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 
 		Checkpoint: ckpt,
 	}
-	for {
-		a := agent.New(job, work, opts)
-		why, err := a.Run(ctx)
+	open := func(next string) (*agent.Job, *spool.Work, error) {
+		job, err := agent.LoadJob(sp, uid, next, os.Getuid())
 		if err != nil {
-			return 1, err
+			return nil, nil, err
 		}
-		if why != agent.EndMoved {
-			return 0, nil
-		}
-		// Moved to another job of the owner (a thesis pool).
-		if id, err = agent.MoveTarget(a.MovedTo(), uid, log); err != nil {
-			return 1, err
-		}
-		if job, err = agent.LoadJob(sp, uid, id, os.Getuid()); err != nil {
-			return 1, err
-		}
-		if work, err = sp.OpenWork(uid, id); err != nil {
-			return 1, err
+		work, err := sp.OpenWork(uid, next)
+		if err != nil {
+			return nil, nil, err
 		}
 		work.Log, work.Fail = log, fail
+		id = next // GaveWay reads the record of the job served now
+		return job, work, nil
 	}
+	if _, err := agent.Serve(ctx, job, work, uid, opts, open); err != nil {
+		return 1, err
+	}
+	return 0, nil
 }
 
 // sweep expands the checkpoint settings for the job's owner and applies

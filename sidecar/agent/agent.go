@@ -495,6 +495,11 @@ func (a *Agent) stopAll(why string) string {
 		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "term_in", hold, "grace", grace,
 			"as", cause, "kill_wait", a.lim.KillWait)
 	}
+	// The leases stay fresh while the tasks stop (the hold and the grace
+	// can outlast daemon.heartbeat_timeout): a stale lease would be taken
+	// back as lost while its task still runs and saves its checkpoint.
+	beat := time.NewTicker(a.opt.Heartbeat)
+	defer beat.Stop()
 	if hold > 0 && len(a.running) > 0 {
 		// Slurm's time-limit warning came early: tasks that end by end -
 		// grace end by themselves.
@@ -504,6 +509,8 @@ func (a *Agent) stopAll(why string) string {
 			select {
 			case e := <-a.done:
 				a.finish(e)
+			case <-beat.C:
+				a.heartbeat(a.opt.Now())
 			case <-wait.C:
 				break holding
 			}
@@ -521,6 +528,8 @@ func (a *Agent) stopAll(why string) string {
 		select {
 		case e := <-a.done:
 			a.finish(e)
+		case <-beat.C:
+			a.heartbeat(a.opt.Now())
 		case <-timer.C:
 			for _, p := range a.running {
 				log.Warn("task did not end within the grace: SIGKILL", "task", p.task, "pid", p.pid)

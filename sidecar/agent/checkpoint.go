@@ -237,6 +237,13 @@ func (c Checkpoints) Sweep(sp *spool.Spool, keepFailed time.Duration, now time.T
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // unreadable for now: try again next time
 		}
+		if rec == nil {
+			// No status.json: the record is gone only if its directory is
+			// (an older gleand's record, or a status not yet written).
+			if _, err := os.Lstat(filepath.Join(sp.Dir, spool.JobsDir, name)); !errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+		}
 		if rec != nil && !expired(rec, c.KeepCompleted, keepFailed, now) {
 			continue
 		}

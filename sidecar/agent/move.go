@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -42,4 +44,36 @@ func MoveTarget(to string, uid int, log *slog.Logger) (string, error) {
 	}
 	log.Info("switching job", "to", to)
 	return id, nil
+}
+
+// Open loads job id of uid and its work directory (a pilot's next job).
+type Open func(id string) (*Job, *spool.Work, error)
+
+// Serve runs agents for the pilot's job and, after each move, for the job
+// it moved to, until one ends for another reason. The allocation's limits
+// are learned once for the pilot, not once per job (a squeue and a
+// scontrol each time).
+func Serve(ctx context.Context, job *Job, work *spool.Work, uid int, opt Options, open Open) (string, error) {
+	if learn := opt.Learn; learn != nil {
+		var once sync.Once
+		var l learnt
+		opt.Learn = func(ctx context.Context) (Limits, error) {
+			once.Do(func() { l.lim, l.err = learn(ctx) })
+			return l.lim, l.err
+		}
+	}
+	for {
+		a := New(job, work, opt)
+		why, err := a.Run(ctx)
+		if err != nil || why != EndMoved {
+			return why, err
+		}
+		id, err := MoveTarget(a.MovedTo(), uid, opt.Log)
+		if err != nil {
+			return why, err
+		}
+		if job, work, err = open(id); err != nil {
+			return why, err
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,5 +63,51 @@ func TestMoveTarget(t *testing.T) {
 		if (err == nil) != tc.wantOK || tc.wantOK && got != id {
 			t.Errorf("MoveTarget(%q, %d) = %q, %v", tc.to, tc.uid, got, err)
 		}
+	}
+}
+
+// Serve runs an agent for the job the pilot moved to, and learns the
+// allocation's limits once for the pilot, not once per job.
+func TestServe(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+	self := spool.RecordName(f.uid, f.id)
+	if err := f.recs.PutControl(f.rec, spool.Control{Move: map[string]string{"9": self}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	f.commit(ctx, &wg)
+	var learns, opens atomic.Int32
+	opt := Options{Pilot: "9", Node: "node1", Env: []string{"SLURM_JOB_ID=9"}, Capacity: Capacity{CPUs: 1},
+		Grace: 2 * time.Second, Heartbeat: 20 * time.Millisecond, Poll: 5 * time.Millisecond, Idle: 300 * time.Millisecond,
+		Reap: 2 * time.Second, Log: slog.New(slog.DiscardHandler),
+		Learn: func(context.Context) (Limits, error) { learns.Add(1); return Limits{}, nil }}
+	open := func(id string) (*Job, *spool.Work, error) {
+		opens.Add(1)
+		if id != f.id {
+			t.Errorf("moved to %q, want %q", id, f.id)
+		}
+		// Here the move is done: the control file no longer names it.
+		if err := f.recs.PutControl(f.rec, spool.Control{}); err != nil {
+			return nil, nil, err
+		}
+		return f.job(), f.work(), nil
+	}
+	why, err := Serve(ctx, f.job(), f.work(), f.uid, opt, open)
+	if err != nil || why == EndMoved {
+		t.Fatalf("Serve ended %q, %v", why, err)
+	}
+	if opens.Load() != 1 || learns.Load() != 1 {
+		t.Errorf("%d opens, %d learns; want one of each", opens.Load(), learns.Load())
+	}
+	cancel()
+	wg.Wait()
+	if res := f.results(); len(res) != 0 {
+		t.Errorf("results left uncommitted: %+v", res)
+	}
+	if n, err := f.work().Remaining([]int{0}); err != nil || n != 0 {
+		t.Errorf("task 0 not done after the move: %d remaining, %v", n, err)
 	}
 }

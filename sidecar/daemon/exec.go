@@ -586,7 +586,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			// No agent leases a task outside the array: the owner's garbage,
 			// which would count towards nothing real.
 			x.log.Warn("removing a lease outside the array", "job", r.DirName(), "task", l.Task)
-			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
+			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task, "")
 			continue
 		}
 		if !x.leaseLost(now, l, r, snap, jobs) {
@@ -609,7 +609,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			attempt = fmt.Sprintf("lost-%d-%d", l.Task, l.Heartbeat.UnixNano())
 		}
 		if b.committed[attempt] {
-			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task)
+			_ = x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task, l.Lease.Attempt)
 			continue
 		}
 		ev := spool.TaskEvent{Index: l.Task, Attempt: attempt, Pilot: l.Lease.Pilot, Node: l.Lease.Node,
@@ -634,7 +634,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 		return committed, 0, running, busy, false
 	}
 	for _, l := range dead {
-		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task); err != nil {
+		if err := x.opt.Spool.RemoveLease(r.UID, r.ID, l.Task, l.Lease.Attempt); err != nil {
 			x.log.Warn("removing a dead lease", "job", r.DirName(), "task", l.Task, "err", err)
 		}
 		x.log.Info("task taken back from a dead pilot", "job", r.DirName(), "task", l.Task, "pilot", l.Lease.Pilot)
@@ -877,7 +877,12 @@ func (x *Executor) escalate(ctx context.Context, now time.Time, r *spool.Record,
 			continue
 		}
 		if err := x.act.CancelPilot(ctx, r.DirName(), p.ID); err != nil {
+			// Tried again next round while Slurm shows it holding its node.
 			x.log.Warn("cancelling a pilot that did not give way", "pilot", p.ID, "err", err)
+			p.Killed = false
+			if err := x.records.Put(r); err != nil {
+				x.log.Error("recording a failed cancel", "job", r.DirName(), "err", err)
+			}
 			continue
 		}
 		x.log.Warn("pilot still running a grace after it was told to give way: cancelled", "job", r.DirName(), "pilot", p.ID,
@@ -1028,8 +1033,13 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		}
 		// Idle pilots of a finished job leave by themselves; pending ones
 		// and those of a cancelled job are cancelled.
-		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && !p.Cancelled && p.MovedTo == "" {
-			p.Cancelled, p.Cause, changed = true, causeJobEnded, true
+		// Cancelled again every round while Slurm still shows it: a failed
+		// scancel is retried (the job ended, so the policy no longer sees
+		// its pilots, and no pending timeout catches them).
+		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && (!p.Cancelled || p.Cause == causeJobEnded) && p.MovedTo == "" {
+			if !p.Cancelled {
+				p.Cancelled, p.Cause, changed = true, causeJobEnded, true
+			}
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
 			} else {

@@ -54,12 +54,27 @@ func (x *Executor) completeMove(from *spool.Record, p *spool.PilotJob) error {
 	if to == nil || to.UID != from.UID {
 		return errOtherOwner // the mark alone never lets an agent switch
 	}
-	if pilotOf(to, p.ID) == nil {
+	switch old := pilotOf(to, p.ID); {
+	case old == nil:
 		q := *p
 		q.MovedTo = ""
 		to.PilotJobs = append(to.PilotJobs, q)
 		if err := x.records.Put(to); err != nil {
 			to.PilotJobs = to.PilotJobs[:len(to.PilotJobs)-1]
+			return err
+		}
+	case old.MovedTo != "":
+		// The pilot comes back to a job it left (the pool's first job got
+		// a task again): its old entry speaks for it again, and that job's
+		// control file no longer sends it away.
+		was := *old
+		*old = *p
+		old.MovedTo = ""
+		if err := x.records.Put(to); err != nil {
+			*old = was
+			return err
+		}
+		if err := x.putControl(to, !to.Active()); err != nil {
 			return err
 		}
 	}

@@ -361,8 +361,27 @@ func (w *Work) Finish(r Result) error {
 		return err
 	}
 	w.Fail.Hit("agent/result-synced") // the result and the lease both there
-	if err := os.Remove(w.LeasePath(r.Task)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := w.removeLease(r.Task, r.Attempt); err != nil {
 		return fmt.Errorf("spool: %w", err)
+	}
+	return nil
+}
+
+// removeLease removes task's lease if it is attempt's: the daemon may have
+// taken the task back as lost meanwhile and another agent leased it again,
+// and that lease is not ours to remove.
+func (w *Work) removeLease(task int, attempt string) error {
+	path := w.LeasePath(task)
+	if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
+		data, rerr := io.ReadAll(io.LimitReader(f, maxTaskFileBytes))
+		f.Close()
+		var l Lease
+		if rerr == nil && json.Unmarshal(data, &l) == nil && l.Attempt != attempt {
+			return nil
+		}
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }
@@ -617,8 +636,29 @@ func decodeResult(name string, data []byte, r *Result) error {
 
 // RemoveLease and RemoveResult unlink a file in uid's work directory
 // (never following a link: unlinkat on the directory's descriptor).
-func (s *Spool) RemoveLease(uid int, id string, task int) error {
-	return s.removeWork(uid, id, LeasesDir, strconv.Itoa(task))
+// RemoveLease with an attempt id leaves a lease of another attempt alone
+// (the task was leased again since the caller read it).
+func (s *Spool) RemoveLease(uid int, id string, task int, attempt string) error {
+	name := strconv.Itoa(task)
+	if attempt != "" {
+		dir, err := s.openWork(uid, id)
+		if err != nil {
+			return err
+		}
+		defer dir.Close()
+		d, err := openOwnedDir(dir, LeasesDir, uid)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if data, err := readOwned(d, name, uid, maxTaskFileBytes); err == nil {
+			var l Lease
+			if json.Unmarshal(data, &l) == nil && l.Attempt != attempt {
+				return nil
+			}
+		}
+	}
+	return s.removeWork(uid, id, LeasesDir, name)
 }
 
 func (s *Spool) RemoveResult(uid int, id string, name string) error {

@@ -53,3 +53,63 @@ func TestTakeSyncLater(t *testing.T) {
 		t.Errorf("SyncLease of a lease gone: %v", err)
 	}
 }
+
+// A lease is removed only by its own attempt: once the daemon took a task
+// back and another agent leased it again, neither the first attempt's
+// result nor the daemon's removal of the dead lease it read takes the new
+// lease away (a third agent would run the task again).
+func TestLeaseRemovedOnlyByItsAttempt(t *testing.T) {
+	sp := &Spool{Dir: filepath.Join(t.TempDir(), "spool")}
+	rs, err := sp.Init(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	uid, id := os.Getuid(), NewID(time.Now())
+	rec := &Record{ID: id, UID: uid, State: StateQueued}
+	if err := rs.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Journal(rec, Event{Time: time.Now(), Event: "accepted"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.EnsureUserDirs(uid); err != nil {
+		t.Fatal(err)
+	}
+	w, err := sp.OpenWork(uid, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Take([]int{0}, Lease{Attempt: "old", Pilot: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon takes it back as lost; another agent leases it again.
+	if err := sp.RemoveLease(uid, id, 0, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Take([]int{0}, Lease{Attempt: "new", Pilot: "8"}); err != nil {
+		t.Fatal(err)
+	}
+	leased := func(want string) {
+		t.Helper()
+		data, err := os.ReadFile(w.LeasePath(0))
+		var l Lease
+		if err != nil || json.Unmarshal(data, &l) != nil || l.Attempt != want {
+			t.Fatalf("lease %q, %v; want attempt %q's", data, err, want)
+		}
+	}
+	if err := w.Finish(Result{Task: 0, Attempt: "old", Outcome: OutcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	leased("new")
+	if err := sp.RemoveLease(uid, id, 0, "old"); err != nil {
+		t.Fatal(err)
+	}
+	leased("new")
+	if err := w.Finish(Result{Task: 0, Attempt: "new", Outcome: OutcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(w.LeasePath(0)); !os.IsNotExist(err) {
+		t.Errorf("the new attempt's own result left its lease: %v", err)
+	}
+}
