@@ -36,14 +36,21 @@ type exited struct {
 }
 
 // privateScript copies the job script to a private 0700 file, as slurmd
-// does, so it can be executed directly and its shebang applies.
+// does, so it can be executed directly and its shebang applies. Its
+// directory holds the agent's pid: an agent killed with SIGKILL cannot
+// remove it, so the next agent of the same user on the node does.
 func privateScript(script []byte) (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "glean-agent-")
+	removeStaleScripts(os.TempDir(), os.Getuid())
+	dir, err := os.MkdirTemp("", scriptDirPrefix)
 	if err != nil {
 		return "", nil, err
 	}
 	path = filepath.Join(dir, "script")
-	if err := os.WriteFile(path, script, 0o700); err == nil {
+	err = os.WriteFile(filepath.Join(dir, scriptPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	if err == nil {
+		err = os.WriteFile(path, script, 0o700)
+	}
+	if err == nil {
 		err = os.Chmod(path, 0o700)
 	}
 	if err != nil {
@@ -51,6 +58,35 @@ func privateScript(script []byte) (path string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+const (
+	scriptDirPrefix = "glean-agent-"
+	scriptPIDFile   = "pid"
+)
+
+// removeStaleScripts removes the script directories in tmp of uid's agents
+// that are gone (their pid no longer exists). A directory without a pid
+// (being made, or an older agent's) is left alone.
+func removeStaleScripts(tmp string, uid int) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, scriptDirPrefix+"*"))
+	for _, d := range dirs {
+		st, err := os.Lstat(d)
+		if err != nil || !st.IsDir() || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(d, scriptPIDFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // launch starts one attempt: its files opened as Slurm opens them (in the
