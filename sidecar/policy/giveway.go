@@ -298,7 +298,12 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		return d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
+		// taskStart's read of the task ends is the order's too.
+		h := d.h
+		d.h = d.pilotOrder
+		c := d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
+		d.h = h
+		return c
 	})
 	var chosen []int
 	for r, k := range d.pend {
