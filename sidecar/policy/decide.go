@@ -287,9 +287,18 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started
 	sc.gone = reuse(sc.gone, len(st.Pilots))
 	d.gone = sc.gone
-	sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
+	sc.pjob = reuse(sc.pjob, len(st.Pilots))
+	if !sc.sameNodes(s) {
+		sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
+		sc.names = newNodeNames(s, sc.nodeIdx)
+		sc.nodeNames = sc.nodeNames[:0]
+		for i := range s.Nodes {
+			sc.nodeNames = append(sc.nodeNames, s.Nodes[i].Name)
+		}
+	}
 	d.nodeIdx = sc.nodeIdx
-	d.names = newNodeNames(s, d.nodeIdx)
+	d.names = sc.names
+	d.names.s = s
 	if track {
 		d.h = newTracker(now)
 	}
@@ -387,6 +396,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		d.win, d.winOK = w, true
 		sc.wAt = reuse(sc.wAt, n)
 		d.wAt = sc.wAt
+		sc.wRank = reuse(sc.wRank, len(w.Nodes))
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}
@@ -405,6 +415,30 @@ func (d *decider) job(p *Pilot) *ElasticJob {
 		return &d.st.Jobs[i]
 	}
 	return nil
+}
+
+// pilotJob is a pilot's job as jobOf found it: its ID (a pool move
+// changes a pilot's Job during a decision) and its index, -1 for none.
+type pilotJob struct {
+	id string
+	ji int
+	ok bool
+}
+
+// jobOf is job(&d.st.Pilots[pi]), the lookup kept by pilot.
+func (d *decider) jobOf(pi int) *ElasticJob {
+	p, c := &d.st.Pilots[pi], &d.sc.pjob[pi]
+	if !c.ok || c.id != p.Job {
+		ji, ok := d.jobIdx[p.Job]
+		if !ok {
+			ji = -1
+		}
+		*c = pilotJob{id: p.Job, ji: ji, ok: true}
+	}
+	if c.ji < 0 {
+		return nil
+	}
+	return &d.st.Jobs[c.ji]
 }
 
 // modeOf is the mode of a pilot's job; an orphan's pilots are Fair.
@@ -489,7 +523,7 @@ func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 // TaskTime); zero: unknown.
 func (d *decider) taskStart(pi int) time.Time {
 	p := &d.st.Pilots[pi]
-	j := d.job(p)
+	j := d.jobOf(pi)
 	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
 		return time.Time{}
 	}

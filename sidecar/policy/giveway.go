@@ -443,6 +443,16 @@ type rankClaim struct {
 	mv    bool
 }
 
+// claimRank is rankOf(d.win.Nodes[wi].ClaimedBy), kept by window.
+func (d *decider) claimRank(wi int) int {
+	if r := d.sc.wRank[wi]; r != 0 {
+		return r - 1
+	}
+	r := d.rankOf(d.win.Nodes[wi].ClaimedBy)
+	d.sc.wRank[wi] = r + 1
+	return r
+}
+
 func (d *decider) rankOf(id string) int {
 	if r, ok := d.pendRank[id]; ok {
 		return r
@@ -490,7 +500,8 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		// too. (A lower one's reservation cannot delay j.)
 		if wi := d.wAt[i]; wi >= 0 {
 			w := &d.win.Nodes[wi]
-			cr, known := d.pendRank[w.ClaimedBy]
+			cr := d.claimRank(wi)
+			known := cr >= 0
 			if !w.Until.IsZero() && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] && w.Until.Before(j.Start) && (!known || cr < r) {
 				if !known {
 					return

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/glean-hpc/glean/sidecar/cluster"
 	"sync"
 	"time"
 )
@@ -13,7 +14,11 @@ import (
 // an earlier one left.
 type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
-	exclude, started                            map[string]bool
+	// nodeIdx and names are of the nodes named nodeNames: the last
+	// decision's, kept when the next snapshot names the same nodes.
+	nodeNames        []string
+	names            nodeNames
+	exclude, started map[string]bool
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
@@ -25,6 +30,8 @@ type scratch struct {
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	slots                                     []topSlot
+	pjob                                      []pilotJob // job of a pilot, by pilot
+	wRank                                     []int      // claimRank by window, +1 (0: not known yet)
 
 	// backfillWindows
 	nodes   []nodeCalc
@@ -54,4 +61,18 @@ func reuseMap[K comparable, V any](m map[K]V) map[K]V {
 	}
 	clear(m)
 	return m
+}
+
+// sameNodes reports whether s names the nodes that sc.nodeIdx and
+// sc.names were built for, in the same order.
+func (sc *scratch) sameNodes(s *cluster.Snapshot) bool {
+	if sc.nodeIdx == nil || len(sc.nodeNames) != len(s.Nodes) {
+		return false
+	}
+	for i := range s.Nodes {
+		if s.Nodes[i].Name != sc.nodeNames[i] {
+			return false
+		}
+	}
+	return true
 }
