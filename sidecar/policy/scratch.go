@@ -39,6 +39,8 @@ type scratch struct {
 	ours    []bool
 	windows []NodeWindow
 	shadow  []shadowNode
+	ourIdx  []int // the pilot partition's nodes
+	listIdx []int // shadowList: its partitions' nodes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -273,7 +273,8 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
 	candidates := c.scanJobs(opt.Exclude)
 
-	ours, missing := c.partitionNodes(part.Name)
+	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
+	sc.ourIdx = ours
 	for _, i := range ours {
 		c.ours[i] = true
 	}
@@ -406,10 +407,11 @@ func (c *calc) claim(n *nodeCalc, at time.Time, id string, estimated bool) {
 	}
 }
 
-// partitionNodes returns the indices of the partition's nodes (from its
-// node list and from the nodes' partition lists), and the names it lists
-// that the snapshot has no node for.
-func (c *calc) partitionNodes(name string) (idx []int, missing []string) {
+// partitionNodes appends to idx the indices of the partition's nodes (from
+// its node list and from the nodes' partition lists), and returns it and
+// the names it lists that the snapshot has no node for.
+func (c *calc) partitionNodes(name string, idx []int) ([]int, []string) {
+	var missing []string
 	c.gen++
 	add := func(i int) {
 		if c.stamp[i] != c.gen {
@@ -539,11 +541,11 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			partitions = p.Name
 		}
 	}
-	var idx []int
+	idx := c.sc.listIdx[:0]
 	for name := range strings.SplitSeq(partitions, ",") {
-		ni, _ := c.partitionNodes(name)
-		idx = append(idx, ni...)
+		idx, _ = c.partitionNodes(name, idx)
 	}
+	c.sc.listIdx = idx
 	// De-duplicate across partitions.
 	c.gen++
 	l := &shadowList{}
