@@ -108,7 +108,11 @@ func (d *decider) giver(i int) int {
 // givable reports whether running pilot pi gives way by these rules.
 func (d *decider) givable(pi int) bool {
 	p := &d.st.Pilots[pi]
-	return !d.gone[pi] && p.State == PilotRunning && d.modeOf(p) != Thesis
+	if d.gone[pi] || p.State != PilotRunning {
+		return false
+	}
+	j := d.jobOf(pi)
+	return j == nil || j.Mode != Thesis // an orphan's pilots are Fair (modeOf)
 }
 
 func (d *decider) anyGivable() bool {
