@@ -478,11 +478,12 @@ func (d *decider) cancelOrder(a, b int) int {
 }
 
 // pilotKey is what cancelOrder compares of a pilot: End and Submitted as
-// instants, its ID as a number if it is one written plainly (-1 if not).
-type pilotKey struct{ end, sub, num int64 }
+// instants, its ID as a number if it is one written plainly (-1 if not);
+// and its TaskEnd as an instant (giveOrder).
+type pilotKey struct{ end, sub, num, taskEnd int64 }
 
 func keyOf(p *Pilot) pilotKey {
-	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1}
+	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1, taskEnd: ns(p.TaskEnd)}
 	if v, ok := parsePlainNumber(p.ID); ok {
 		k.num = int64(v)
 	}
@@ -507,28 +508,28 @@ func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 	case !la:
 		sa, sb := d.taskStart(a), d.taskStart(b)
 		switch {
-		case sa.IsZero() != sb.IsZero(): // unknown last
-			if sa.IsZero() {
+		case (sa == neverNs) != (sb == neverNs): // unknown last
+			if sa == neverNs {
 				return 1
 			}
 			return -1
-		case !sa.Equal(sb):
-			return sb.Compare(sa) // the later start loses less
+		case sa != sb:
+			return cmp.Compare(sb, sa) // the later start loses less
 		}
 	}
 	return d.cancelOrder(a, b)
 }
 
 // taskStart is when busy pilot pi's task started (TaskEnd minus its job's
-// TaskTime); zero: unknown.
-func (d *decider) taskStart(pi int) time.Time {
+// TaskTime); neverNs: unknown.
+func (d *decider) taskStart(pi int) int64 {
 	p := &d.st.Pilots[pi]
 	j := d.jobOf(pi)
 	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
-		return time.Time{}
+		return neverNs
 	}
 	d.h.readTaskEnds()
-	return p.TaskEnd.Add(-j.TaskTime)
+	return satAdd(d.pkeys[pi].taskEnd, -int64(j.TaskTime))
 }
 
 // lossless reports whether running pilot pi can leave by t without
@@ -542,7 +543,7 @@ func (d *decider) lossless(pi int, t mtime) bool {
 	if p.TaskEnd.IsZero() {
 		return false
 	}
-	return d.cmpM(fixed(p.TaskEnd), t) <= 0
+	return d.cmpM(mtime{t: d.pkeys[pi].taskEnd}, t) <= 0 // fixed(p.TaskEnd)
 }
 
 // timeouts cancels pending pilots older than the timeout: one scheduling
