@@ -253,9 +253,9 @@ type decider struct {
 	unpinned int    // pending pilots with no node
 
 	// Holders other than glean's pilots.
-	held      []bool      // node has a non-pilot holder
-	heldEnd   []time.Time // latest End of those holders
-	heldNever []bool      // one of them never ends (UNLIMITED or unknown End)
+	held      []bool  // node has a non-pilot holder
+	heldEnd   []int64 // latest End of those holders, an instant (neverNs: none)
+	heldNever []bool  // one of them never ends (UNLIMITED or unknown End)
 
 	pend     []int          // reserving pending non-pilot jobs (s.Jobs indices), by priority
 	pendRank map[string]int // job id -> position in pend
@@ -323,6 +323,9 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	sc.targeted, sc.held, sc.heldNever, sc.consumed = reuse(sc.targeted, n), reuse(sc.held, n), reuse(sc.heldNever, n), reuse(sc.consumed, n)
 	sc.heldEnd = reuse(sc.heldEnd, n)
+	for i := range sc.heldEnd {
+		sc.heldEnd[i] = neverNs
+	}
 	d.pend = sc.pend[:0]
 	d.targeted, d.held, d.heldEnd, d.heldNever, d.consumed = sc.targeted, sc.held, sc.heldEnd, sc.heldNever, sc.consumed
 
@@ -364,8 +367,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			switch {
 			case j.TimeLimit == cluster.Unlimited || j.End.IsZero():
 				d.heldNever[i] = true
-			case j.End.After(d.heldEnd[i]):
-				d.heldEnd[i] = j.End
+			case ns(j.End) > d.heldEnd[i]:
+				d.heldEnd[i] = ns(j.End)
 			}
 		}
 	}

@@ -172,8 +172,8 @@ func (d *decider) avail(i, owner int) (mtime, bool) {
 		if d.heldNever[i] {
 			return neverM, false
 		}
-		if d.cmpM(fixed(d.heldEnd[i]), t) > 0 {
-			t = fixed(d.heldEnd[i])
+		if e := (mtime{t: d.heldEnd[i]}); d.cmpM(e, t) > 0 {
+			t = e
 		}
 	case pi < 0 && n.State != cluster.NodeIdle && n.State != cluster.NodePlanned:
 		return neverM, false // busy with nothing we can see
@@ -264,7 +264,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	}
 	for _, i := range ps.all {
 		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
-			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.rankOf(w.ClaimedBy)}
+			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i])}
 		}
 	}
 	// Idle nodes first, shortest window first (claimants take what pilots

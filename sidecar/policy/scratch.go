@@ -3,7 +3,6 @@ package policy
 import (
 	"github.com/glean-hpc/glean/sidecar/cluster"
 	"sync"
-	"time"
 )
 
 // scratch is the memory one decision works in: its maps and per-node and
@@ -23,7 +22,7 @@ type scratch struct {
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
 	gone, targeted, held, heldNever, consumed []bool
-	heldEnd                                   []time.Time
+	heldEnd                                   []int64
 	wClaim, eClaim                            []rankClaim
 	startedRank                               []bool
 	sched                                     []int // planned: a plan\'s nodes
