@@ -281,7 +281,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	if sc == nil {
 		sc = new(scratch)
 	}
-	d := &decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
+	d := &sc.dec
+	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
 	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
 	sc.exclude, sc.started = reuseMap(sc.exclude), reuseMap(sc.started)
 	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started

@@ -545,8 +545,8 @@ type topSlot struct {
 func (d *decider) ruleTop(add func(int, mtime, string)) {
 	type slot = topSlot
 	slots := d.sc.slots[:0]
-	defer func() { d.sc.slots = slots[:0] }()
-	var withs []mtime
+	withs := d.sc.withs[:0]
+	defer func() { d.sc.slots, d.sc.withs = slots[:0], withs[:0] }()
 	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
 	for _, k := range d.pend {
 		j := &d.s.Jobs[k]

@@ -29,8 +29,11 @@ type scratch struct {
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	slots                                     []topSlot
+	withs                                     []mtime    // ruleTop
 	pjob                                      []pilotJob // job of a pilot, by pilot
 	wRank                                     []int      // claimRank by window, +1 (0: not known yet)
+
+	dec decider // the decision itself
 
 	// backfillWindows
 	nodes   []nodeCalc
