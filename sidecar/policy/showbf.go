@@ -470,10 +470,18 @@ func (c *calc) freeAt(i int) time.Time {
 
 type shadowNode struct {
 	i       int
-	t       time.Time
-	tNs     int64 // t, to sort by
+	tNs     int64 // when it is free, to sort by (time: shadowTime)
+	held    bool  // free at its holders' end (endMax), not now
 	ours    bool
 	freeNow bool
+}
+
+// shadowTime is when sn is free: now, or its holders' end.
+func (c *calc) shadowTime(sn shadowNode) time.Time {
+	if sn.held {
+		return c.nodes[sn.i].endMax
+	}
+	return c.now
 }
 
 // shadowList is the usable nodes of a job's partitions in the order an
@@ -511,7 +519,7 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 		if !l.overlap || len(l.nodes) < need {
 			continue
 		}
-		start := l.nodes[need-1].t
+		start := c.shadowTime(l.nodes[need-1])
 		moving := !start.After(c.now) // now itself: it moves with the clock
 		if !j.Start.IsZero() && moving {
 			c.h.flip(j.Start)
@@ -562,12 +570,12 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		if !c.s.Nodes[i].State.Usable() || n.never {
 			continue
 		}
-		sn := shadowNode{i: i, t: c.now, ours: c.ours[i], freeNow: c.freeNow(i)}
+		sn := shadowNode{i: i, ours: c.ours[i], freeNow: c.freeNow(i)}
 		if n.holders && !n.unknownEnd && n.endMax.After(c.now) {
-			sn.t = n.endMax
+			sn.held = true
 			c.h.flip(n.endMax) // then it counts as free now
 		}
-		sn.tNs = ns(sn.t)
+		sn.tNs = ns(c.shadowTime(sn))
 		l.nodes = append(l.nodes, sn)
 	}
 	if c.rank == nil && !c.names.dense {
