@@ -253,9 +253,9 @@ type decider struct {
 	unpinned int    // pending pilots with no node
 
 	// Holders other than glean's pilots.
-	held      []bool      // node has a non-pilot holder
-	heldEnd   []time.Time // latest End of those holders
-	heldNever []bool      // one of them never ends (UNLIMITED or unknown End)
+	held      []bool  // node has a non-pilot holder
+	heldEnd   []int64 // latest End of those holders, an instant (neverNs: none)
+	heldNever []bool  // one of them never ends (UNLIMITED or unknown End)
 
 	pend     []int          // reserving pending non-pilot jobs (s.Jobs indices), by priority
 	pendRank map[string]int // job id -> position in pend
@@ -281,15 +281,25 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	if sc == nil {
 		sc = new(scratch)
 	}
-	d := &decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
+	d := &sc.dec
+	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
 	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
 	sc.exclude, sc.started = reuseMap(sc.exclude), reuseMap(sc.started)
 	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started
 	sc.gone = reuse(sc.gone, len(st.Pilots))
 	d.gone = sc.gone
-	sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
+	sc.pjob = reuse(sc.pjob, len(st.Pilots))
+	if !sc.sameNodes(s) {
+		sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
+		sc.names = newNodeNames(s, sc.nodeIdx)
+		sc.nodeNames = sc.nodeNames[:0]
+		for i := range s.Nodes {
+			sc.nodeNames = append(sc.nodeNames, s.Nodes[i].Name)
+		}
+	}
 	d.nodeIdx = sc.nodeIdx
-	d.names = newNodeNames(s, d.nodeIdx)
+	d.names = sc.names
+	d.names.s = s
 	if track {
 		d.h = newTracker(now)
 	}
@@ -314,6 +324,9 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	sc.targeted, sc.held, sc.heldNever, sc.consumed = reuse(sc.targeted, n), reuse(sc.held, n), reuse(sc.heldNever, n), reuse(sc.consumed, n)
 	sc.heldEnd = reuse(sc.heldEnd, n)
+	for i := range sc.heldEnd {
+		sc.heldEnd[i] = neverNs
+	}
 	d.pend = sc.pend[:0]
 	d.targeted, d.held, d.heldEnd, d.heldNever, d.consumed = sc.targeted, sc.held, sc.heldEnd, sc.heldNever, sc.consumed
 
@@ -355,8 +368,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			switch {
 			case j.TimeLimit == cluster.Unlimited || j.End.IsZero():
 				d.heldNever[i] = true
-			case j.End.After(d.heldEnd[i]):
-				d.heldEnd[i] = j.End
+			case ns(j.End) > d.heldEnd[i]:
+				d.heldEnd[i] = ns(j.End)
 			}
 		}
 	}
@@ -387,6 +400,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		d.win, d.winOK = w, true
 		sc.wAt = reuse(sc.wAt, n)
 		d.wAt = sc.wAt
+		sc.wRank = reuse(sc.wRank, len(w.Nodes))
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}
@@ -405,6 +419,30 @@ func (d *decider) job(p *Pilot) *ElasticJob {
 		return &d.st.Jobs[i]
 	}
 	return nil
+}
+
+// pilotJob is a pilot's job as jobOf found it: its ID (a pool move
+// changes a pilot's Job during a decision) and its index, -1 for none.
+type pilotJob struct {
+	id string
+	ji int
+	ok bool
+}
+
+// jobOf is job(&d.st.Pilots[pi]), the lookup kept by pilot.
+func (d *decider) jobOf(pi int) *ElasticJob {
+	p, c := &d.st.Pilots[pi], &d.sc.pjob[pi]
+	if !c.ok || c.id != p.Job {
+		ji, ok := d.jobIdx[p.Job]
+		if !ok {
+			ji = -1
+		}
+		*c = pilotJob{id: p.Job, ji: ji, ok: true}
+	}
+	if c.ji < 0 {
+		return nil
+	}
+	return &d.st.Jobs[c.ji]
 }
 
 // modeOf is the mode of a pilot's job; an orphan's pilots are Fair.
@@ -444,11 +482,12 @@ func (d *decider) cancelOrder(a, b int) int {
 }
 
 // pilotKey is what cancelOrder compares of a pilot: End and Submitted as
-// instants, its ID as a number if it is one written plainly (-1 if not).
-type pilotKey struct{ end, sub, num int64 }
+// instants, its ID as a number if it is one written plainly (-1 if not);
+// and its TaskEnd as an instant (giveOrder).
+type pilotKey struct{ end, sub, num, taskEnd int64 }
 
 func keyOf(p *Pilot) pilotKey {
-	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1}
+	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1, taskEnd: ns(p.TaskEnd)}
 	if v, ok := parsePlainNumber(p.ID); ok {
 		k.num = int64(v)
 	}
@@ -473,28 +512,28 @@ func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 	case !la:
 		sa, sb := d.taskStart(a), d.taskStart(b)
 		switch {
-		case sa.IsZero() != sb.IsZero(): // unknown last
-			if sa.IsZero() {
+		case (sa == neverNs) != (sb == neverNs): // unknown last
+			if sa == neverNs {
 				return 1
 			}
 			return -1
-		case !sa.Equal(sb):
-			return sb.Compare(sa) // the later start loses less
+		case sa != sb:
+			return cmp.Compare(sb, sa) // the later start loses less
 		}
 	}
 	return d.cancelOrder(a, b)
 }
 
 // taskStart is when busy pilot pi's task started (TaskEnd minus its job's
-// TaskTime); zero: unknown.
-func (d *decider) taskStart(pi int) time.Time {
+// TaskTime); neverNs: unknown.
+func (d *decider) taskStart(pi int) int64 {
 	p := &d.st.Pilots[pi]
-	j := d.job(p)
+	j := d.jobOf(pi)
 	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
-		return time.Time{}
+		return neverNs
 	}
 	d.h.readTaskEnds()
-	return p.TaskEnd.Add(-j.TaskTime)
+	return satAdd(d.pkeys[pi].taskEnd, -int64(j.TaskTime))
 }
 
 // lossless reports whether running pilot pi can leave by t without
@@ -508,7 +547,7 @@ func (d *decider) lossless(pi int, t mtime) bool {
 	if p.TaskEnd.IsZero() {
 		return false
 	}
-	return d.cmpM(fixed(p.TaskEnd), t) <= 0
+	return d.cmpM(mtime{t: d.pkeys[pi].taskEnd}, t) <= 0 // fixed(p.TaskEnd)
 }
 
 // timeouts cancels pending pilots older than the timeout: one scheduling

@@ -108,7 +108,11 @@ func (d *decider) giver(i int) int {
 // givable reports whether running pilot pi gives way by these rules.
 func (d *decider) givable(pi int) bool {
 	p := &d.st.Pilots[pi]
-	return !d.gone[pi] && p.State == PilotRunning && d.modeOf(p) != Thesis
+	if d.gone[pi] || p.State != PilotRunning {
+		return false
+	}
+	j := d.jobOf(pi)
+	return j == nil || j.Mode != Thesis // an orphan's pilots are Fair (modeOf)
 }
 
 func (d *decider) anyGivable() bool {
@@ -168,8 +172,8 @@ func (d *decider) avail(i, owner int) (mtime, bool) {
 		if d.heldNever[i] {
 			return neverM, false
 		}
-		if d.cmpM(fixed(d.heldEnd[i]), t) > 0 {
-			t = fixed(d.heldEnd[i])
+		if e := (mtime{t: d.heldEnd[i]}); d.cmpM(e, t) > 0 {
+			t = e
 		}
 	case pi < 0 && n.State != cluster.NodeIdle && n.State != cluster.NodePlanned:
 		return neverM, false // busy with nothing we can see
@@ -260,7 +264,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	}
 	for _, i := range ps.all {
 		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
-			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.rankOf(w.ClaimedBy)}
+			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i])}
 		}
 	}
 	// Idle nodes first, shortest window first (claimants take what pilots
@@ -298,7 +302,12 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		return d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
+		// taskStart's read of the task ends is the order's too.
+		h := d.h
+		d.h = d.pilotOrder
+		c := d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
+		d.h = h
+		return c
 	})
 	var chosen []int
 	for r, k := range d.pend {
@@ -438,6 +447,16 @@ type rankClaim struct {
 	mv    bool
 }
 
+// claimRank is rankOf(d.win.Nodes[wi].ClaimedBy), kept by window.
+func (d *decider) claimRank(wi int) int {
+	if r := d.sc.wRank[wi]; r != 0 {
+		return r - 1
+	}
+	r := d.rankOf(d.win.Nodes[wi].ClaimedBy)
+	d.sc.wRank[wi] = r + 1
+	return r
+}
+
 func (d *decider) rankOf(id string) int {
 	if r, ok := d.pendRank[id]; ok {
 		return r
@@ -485,7 +504,8 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		// too. (A lower one's reservation cannot delay j.)
 		if wi := d.wAt[i]; wi >= 0 {
 			w := &d.win.Nodes[wi]
-			cr, known := d.pendRank[w.ClaimedBy]
+			cr := d.claimRank(wi)
+			known := cr >= 0
 			if !w.Until.IsZero() && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] && w.Until.Before(j.Start) && (!known || cr < r) {
 				if !known {
 					return
@@ -525,8 +545,8 @@ type topSlot struct {
 func (d *decider) ruleTop(add func(int, mtime, string)) {
 	type slot = topSlot
 	slots := d.sc.slots[:0]
-	defer func() { d.sc.slots = slots[:0] }()
-	var withs []mtime
+	withs := d.sc.withs[:0]
+	defer func() { d.sc.slots, d.sc.withs = slots[:0], withs[:0] }()
 	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
 	for _, k := range d.pend {
 		j := &d.s.Jobs[k]

@@ -44,7 +44,10 @@ func decide(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool
 		return nil, Hold{}
 	}
 	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
+	defer func() {
+		sc.dec = decider{} // holds the caller's snapshot and state
+		scratchPool.Put(sc)
+	}()
 	d := newDecider(s, st, cfg, now, track, sc)
 	d.timeouts()
 	d.poolMoves()

@@ -1,8 +1,8 @@
 package policy
 
 import (
+	"github.com/glean-hpc/glean/sidecar/cluster"
 	"sync"
-	"time"
 )
 
 // scratch is the memory one decision works in: its maps and per-node and
@@ -13,18 +13,27 @@ import (
 // an earlier one left.
 type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
-	exclude, started                            map[string]bool
+	// nodeIdx and names are of the nodes named nodeNames: the last
+	// decision's, kept when the next snapshot names the same nodes.
+	nodeNames        []string
+	names            nodeNames
+	exclude, started map[string]bool
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
 	gone, targeted, held, heldNever, consumed []bool
-	heldEnd                                   []time.Time
+	heldEnd                                   []int64
 	wClaim, eClaim                            []rankClaim
 	startedRank                               []bool
 	sched                                     []int // planned: a plan\'s nodes
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	slots                                     []topSlot
+	withs                                     []mtime    // ruleTop
+	pjob                                      []pilotJob // job of a pilot, by pilot
+	wRank                                     []int      // claimRank by window, +1 (0: not known yet)
+
+	dec decider // the decision itself
 
 	// backfillWindows
 	nodes   []nodeCalc
@@ -32,6 +41,8 @@ type scratch struct {
 	ours    []bool
 	windows []NodeWindow
 	shadow  []shadowNode
+	ourIdx  []int // the pilot partition's nodes
+	listIdx []int // shadowList: its partitions' nodes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -54,4 +65,18 @@ func reuseMap[K comparable, V any](m map[K]V) map[K]V {
 	}
 	clear(m)
 	return m
+}
+
+// sameNodes reports whether s names the nodes that sc.nodeIdx and
+// sc.names were built for, in the same order.
+func (sc *scratch) sameNodes(s *cluster.Snapshot) bool {
+	if sc.nodeIdx == nil || len(sc.nodeNames) != len(s.Nodes) {
+		return false
+	}
+	for i := range s.Nodes {
+		if s.Nodes[i].Name != sc.nodeNames[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -273,7 +273,8 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
 	candidates := c.scanJobs(opt.Exclude)
 
-	ours, missing := c.partitionNodes(part.Name)
+	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
+	sc.ourIdx = ours
 	for _, i := range ours {
 		c.ours[i] = true
 	}
@@ -406,10 +407,11 @@ func (c *calc) claim(n *nodeCalc, at time.Time, id string, estimated bool) {
 	}
 }
 
-// partitionNodes returns the indices of the partition's nodes (from its
-// node list and from the nodes' partition lists), and the names it lists
-// that the snapshot has no node for.
-func (c *calc) partitionNodes(name string) (idx []int, missing []string) {
+// partitionNodes appends to idx the indices of the partition's nodes (from
+// its node list and from the nodes' partition lists), and returns it and
+// the names it lists that the snapshot has no node for.
+func (c *calc) partitionNodes(name string, idx []int) ([]int, []string) {
+	var missing []string
 	c.gen++
 	add := func(i int) {
 		if c.stamp[i] != c.gen {
@@ -468,10 +470,18 @@ func (c *calc) freeAt(i int) time.Time {
 
 type shadowNode struct {
 	i       int
-	t       time.Time
-	tNs     int64 // t, to sort by
+	tNs     int64 // when it is free, to sort by (time: shadowTime)
+	held    bool  // free at its holders' end (endMax), not now
 	ours    bool
 	freeNow bool
+}
+
+// shadowTime is when sn is free: now, or its holders' end.
+func (c *calc) shadowTime(sn shadowNode) time.Time {
+	if sn.held {
+		return c.nodes[sn.i].endMax
+	}
+	return c.now
 }
 
 // shadowList is the usable nodes of a job's partitions in the order an
@@ -509,7 +519,7 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 		if !l.overlap || len(l.nodes) < need {
 			continue
 		}
-		start := l.nodes[need-1].t
+		start := c.shadowTime(l.nodes[need-1])
 		moving := !start.After(c.now) // now itself: it moves with the clock
 		if !j.Start.IsZero() && moving {
 			c.h.flip(j.Start)
@@ -539,11 +549,11 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			partitions = p.Name
 		}
 	}
-	var idx []int
+	idx := c.sc.listIdx[:0]
 	for name := range strings.SplitSeq(partitions, ",") {
-		ni, _ := c.partitionNodes(name)
-		idx = append(idx, ni...)
+		idx, _ = c.partitionNodes(name, idx)
 	}
+	c.sc.listIdx = idx
 	// De-duplicate across partitions.
 	c.gen++
 	l := &shadowList{}
@@ -560,12 +570,12 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		if !c.s.Nodes[i].State.Usable() || n.never {
 			continue
 		}
-		sn := shadowNode{i: i, t: c.now, ours: c.ours[i], freeNow: c.freeNow(i)}
+		sn := shadowNode{i: i, ours: c.ours[i], freeNow: c.freeNow(i)}
 		if n.holders && !n.unknownEnd && n.endMax.After(c.now) {
-			sn.t = n.endMax
+			sn.held = true
 			c.h.flip(n.endMax) // then it counts as free now
 		}
-		sn.tNs = ns(sn.t)
+		sn.tNs = ns(c.shadowTime(sn))
 		l.nodes = append(l.nodes, sn)
 	}
 	if c.rank == nil && !c.names.dense {
