@@ -223,6 +223,9 @@ func (d *decider) freeOrder(a, b int) int {
 		return -1
 	}
 	ea, eb := pa.TaskEnd, pb.TaskEnd
+	if pa.Busy {
+		d.h.readTaskEnds() // equal or unknown ends order the pilots too
+	}
 	switch {
 	case !pa.Busy:
 	case ea.IsZero() != eb.IsZero(): // unknown ends last
@@ -231,7 +234,6 @@ func (d *decider) freeOrder(a, b int) int {
 		}
 		return -1
 	case !ea.Equal(eb):
-		d.h.readTaskEnds()
 		return ea.Compare(eb)
 	}
 	return naturalCompare(pa.ID, pb.ID)
