@@ -149,15 +149,20 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 	}
 
 	argv := taskArgv(a.script, j.Entry.ScriptArgs, ck.Command, aware)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir = env, j.Entry.Cwd
+	// A Cmd starts once, even after a failed Start: each try gets its own.
+	var cmd *exec.Cmd
+	newCmd := func() *exec.Cmd {
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.Env, cmd.Dir = env, j.Entry.Cwd
+		return cmd
+	}
 	var master *os.File
 	if j.Entry.Glean.PTY {
 		// stdout and stderr both go to the terminal; its output is copied
 		// to the output file.
 		err = retryBusy(func() error {
 			var e error
-			master, e = pty.StartWithAttrs(cmd, nil, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+			master, e = pty.StartWithAttrs(newCmd(), nil, &syscall.SysProcAttr{Setsid: true, Setctty: true})
 			return e
 		})
 	} else {
@@ -170,9 +175,12 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 			closeAll()
 			return nil, fmt.Errorf("input file: %w", ierr)
 		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, out, errf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		err = retryBusy(cmd.Start)
+		err = retryBusy(func() error {
+			c := newCmd()
+			c.Stdin, c.Stdout, c.Stderr = stdin, out, errf
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			return c.Start()
+		})
 	}
 	if err != nil {
 		closeAll()
