@@ -11,7 +11,6 @@ import (
 
 	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
 	"github.com/glean-hpc/glean/tests/gleantest"
-	"github.com/glean-hpc/glean/tests/slurmtest"
 )
 
 // nextNotify returns the first datagram containing want; one containing
@@ -48,19 +47,8 @@ func nextNotify(t *testing.T, e *gleantest.Env, msgs <-chan sdnotifytest.Message
 // running with the old one, and STATUS= says so; the unit's first
 // ExecReload (-check-config) fails on that file naming it.
 func TestGleandReload(t *testing.T) {
-	cl := slurmtest.Start(t, slurmtest.Options{Nodes: 2})
-	e, err := gleantest.New(cl, gleantest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, e, msgs := gleandUnderSystemd(t, 2)
 	defer e.Stop()
-	dir := filepath.Join(e.Dir, "notify")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "sock")
-	msgs := sdnotifytest.Listen(t, sock)
-	e.DaemonEnv = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=2000000"}
 	e.Start(t)
 	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
 	pid := e.DaemonPID()
