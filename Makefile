@@ -56,6 +56,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /usr/lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 TMPFILESDIR ?= /usr/lib/tmpfiles.d
+MANDIR     ?= $(DATADIR)/man
 SPOOLDIR   ?= /var/spool/glean
 INSTALL    ?= install
 # What the units and the config say, rewritten to the paths above.
@@ -74,6 +75,10 @@ install: binaries
 	$(INSTALL) -m 0755 jobscripts/examples/*.sh $(DESTDIR)$(DATADIR)/glean/examples/
 	for u in gleand glean-helper; do \
 		sed $(INSTALL_SED) etc/$$u.service >$(DESTDIR)$(UNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; \
+	done
+	for m in man/*.[158]; do s=$${m##*.}; $(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$s && \
+		sed $(INSTALL_SED) -e 's|/usr/share/glean/|$(DATADIR)/glean/|g' -e 's|@VERSION@|$(VERSION)|g' $$m >$(DESTDIR)$(MANDIR)/man$$s/$${m#man/} && \
+		chmod 0644 $(DESTDIR)$(MANDIR)/man$$s/$${m#man/} || exit 1; \
 	done
 	sed $(INSTALL_SED) etc/glean.sysusers >$(DESTDIR)$(SYSUSERSDIR)/glean.conf && chmod 0644 $(DESTDIR)$(SYSUSERSDIR)/glean.conf
 	sed $(INSTALL_SED) etc/glean.tmpfiles >$(DESTDIR)$(TMPFILESDIR)/glean.conf && chmod 0644 $(DESTDIR)$(TMPFILESDIR)/glean.conf
