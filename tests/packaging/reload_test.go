@@ -40,8 +40,9 @@ func nextNotify(t *testing.T, e *gleantest.Env, msgs <-chan sdnotifytest.Message
 
 // systemctl reload gleand, as the unit does it, on the real gleand (as the
 // glean user, on a loopback Slurm, $NOTIFY_SOCKET and a watchdog as
-// systemd sets them): SIGHUP with a changed config re-execs it in place
-// (same pid, the new value in its start-up log, RELOADING=1 then READY=1,
+// systemd sets them, an elastic job active): SIGHUP with a changed config
+// re-execs it in place (same pid, the new value in its start-up log,
+// RELOADING=1 then READY=1 from a round that follows the job,
 // the watchdog pings again, and the spool's lock is held by the new image:
 // a second gleand is refused); SIGHUP with a broken config leaves it
 // running with the old one, and STATUS= says so; the unit's first
@@ -52,6 +53,10 @@ func TestGleandReload(t *testing.T) {
 	e.Start(t)
 	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
 	pid := e.DaemonPID()
+	// A job to follow through the reload: the new image takes it up from the spool.
+	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
+	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
+	nextNotify(t, e, msgs, "1 jobs active", "", time.Minute)
 
 	orig, err := os.ReadFile(e.Config)
 	if err != nil {
@@ -98,6 +103,9 @@ func TestGleandReload(t *testing.T) {
 				nextNotify(t, e, msgs, "RELOADING=1", "", time.Minute)
 				ready := nextNotify(t, e, msgs, "READY=1", "", time.Minute)
 				t.Logf("SIGHUP to READY=1: %v: %q", ready.At.Sub(sent).Round(time.Millisecond), ready.Text)
+				if !strings.Contains(ready.Text, "1 jobs active") {
+					t.Errorf("the re-executed gleand's first round does not follow the job: %q", ready.Text)
+				}
 				nextNotify(t, e, msgs, "WATCHDOG=1", "", 10*time.Second)
 				// The new image holds the spool's lock.
 				second := exec.Command(filepath.Join(e.Bin, "gleand"), "-config", e.Config)
