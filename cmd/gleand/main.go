@@ -7,6 +7,10 @@
 // (glean-helper, helper.socket) for every privileged Slurm action. It
 // refuses to run as root unless -allow-root is given: as root it would
 // read a spool users write into with root's rights.
+//
+// SIGHUP (systemctl reload gleand) reloads the configuration by
+// re-executing gleand in place once the file checks out (daemon.Reloader;
+// docs/operations.md); -check-config runs that check alone.
 package main
 
 import (
