@@ -29,15 +29,17 @@ spank/glean.so: spank/glean.c
 	$(CC) $(SPANK_CFLAGS) $(CPPFLAGS) -o $@ $< || { echo "make: building $@ needs gcc and Slurm's slurm/spank.h (Debian: apt-get install libslurm-dev)" >&2; exit 1; }
 
 # deps installs what the tests need: Debian's Slurm and munge (as root), rpm
-# (rpmbuild for tests/packaging), Go modules.
+# and groff-base (rpmbuild and the man pages' check in tests/packaging), Go modules.
 deps:
 	@tests/need-go.sh "$(GO)"
 	@if [ "$$(id -u)" -eq 0 ]; then tests/loopback-slurm.sh install; else tests/loopback-slurm.sh install || true; fi
-	@command -v rpmbuild >/dev/null || [ "$$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null || { \
-		echo "make deps: installing rpm (rpmbuild, for tests/packaging)"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rpm >/dev/null 2>&1 || \
-		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rpm >/dev/null; }; } || true
+	@pkgs=""; command -v rpmbuild >/dev/null || pkgs="rpm"; command -v groff >/dev/null || pkgs="$$pkgs groff-base"; \
+	[ -z "$$pkgs" ] || [ "$$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null || { \
+		echo "make deps: installing $$pkgs (rpmbuild, groff: for tests/packaging)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null 2>&1 || \
+		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; }; } || true
 	@command -v rpmbuild >/dev/null || echo "make deps: no rpmbuild: tests/packaging skips the RPM (Debian: apt-get install rpm)"
+	@command -v groff >/dev/null || echo "make deps: no groff: tests/packaging cannot check the man pages (Debian: apt-get install groff-base)"
 	$(GO) mod download
 
 # install puts glean where etc/*.service and etc/glean.toml expect it
@@ -56,6 +58,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /usr/lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 TMPFILESDIR ?= /usr/lib/tmpfiles.d
+MANDIR     ?= $(DATADIR)/man
 SPOOLDIR   ?= /var/spool/glean
 INSTALL    ?= install
 # What the units and the config say, rewritten to the paths above.
@@ -74,6 +77,10 @@ install: binaries
 	$(INSTALL) -m 0755 jobscripts/examples/*.sh $(DESTDIR)$(DATADIR)/glean/examples/
 	for u in gleand glean-helper; do \
 		sed $(INSTALL_SED) etc/$$u.service >$(DESTDIR)$(UNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; \
+	done
+	for m in man/*.[158]; do s=$${m##*.}; $(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$s && \
+		sed $(INSTALL_SED) -e 's|/usr/share/glean/|$(DATADIR)/glean/|g' -e 's|@VERSION@|$(VERSION)|g' $$m >$(DESTDIR)$(MANDIR)/man$$s/$${m#man/} && \
+		chmod 0644 $(DESTDIR)$(MANDIR)/man$$s/$${m#man/} || exit 1; \
 	done
 	sed $(INSTALL_SED) etc/glean.sysusers >$(DESTDIR)$(SYSUSERSDIR)/glean.conf && chmod 0644 $(DESTDIR)$(SYSUSERSDIR)/glean.conf
 	sed $(INSTALL_SED) etc/glean.tmpfiles >$(DESTDIR)$(TMPFILESDIR)/glean.conf && chmod 0644 $(DESTDIR)$(TMPFILESDIR)/glean.conf

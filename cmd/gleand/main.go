@@ -7,11 +7,14 @@
 // (glean-helper, helper.socket) for every privileged Slurm action. It
 // refuses to run as root unless -allow-root is given: as root it would
 // read a spool users write into with root's rights.
+//
+// SIGHUP (systemctl reload gleand) reloads the configuration by
+// re-executing gleand in place once the file checks out (daemon.Reloader;
+// docs/operations.md); -check-config runs that check alone.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -34,6 +37,10 @@ import (
 
 func main() {
 	started := time.Now()
+	// SIGHUP (systemctl reload gleand) from the start: its default would
+	// end the process. A re-exec'd image registers it again here.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	if len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version") {
 		fmt.Println("gleand", cli.Version)
 		return
@@ -41,12 +48,21 @@ func main() {
 	fs := flag.NewFlagSet("gleand", flag.ContinueOnError)
 	configPath := fs.String("config", config.Path(), "site configuration")
 	allowRoot := fs.Bool("allow-root", false, "run even as root (gleand runs as daemon.user; root only for debugging)")
+	check := fs.Bool("check-config", false, "check the configuration as a start or reload would, print what is wrong and exit (1: invalid)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
+	if *check {
+		if _, _, err := loadConfig(*configPath); err != nil {
+			fmt.Fprintln(os.Stderr, "gleand:", err)
+			os.Exit(1)
+		}
+		fmt.Println("gleand:", *configPath, "is valid")
+		return
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *configPath, *allowRoot, started, log)
+	err := run(ctx, *configPath, *allowRoot, started, hup, log)
 	stop()
 	if err != nil {
 		log.Error("gleand", "err", err)
@@ -54,8 +70,30 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, configPath string, allowRoot bool, started time.Time, log *slog.Logger) error {
-	cfg, err := config.Load(configPath)
+// loadConfig loads the file and checks what a start needs of it beyond
+// config.Validate: the spool's group and the policy. A reload checks the
+// same before it re-execs.
+func loadConfig(path string) (config.Config, int, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return cfg, 0, err
+	}
+	g, err := user.LookupGroup(cfg.Spool.Group)
+	if err != nil {
+		return cfg, 0, fmt.Errorf("%s: spool.group %q: %w (create it: groupadd --system %s)", path, cfg.Spool.Group, err, cfg.Spool.Group)
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return cfg, 0, fmt.Errorf("%s: spool.group %q: non-numeric gid", path, cfg.Spool.Group)
+	}
+	if _, _, err := daemon.PolicyConfig(cfg); err != nil {
+		return cfg, 0, fmt.Errorf("%s: policy: %w", path, err)
+	}
+	return cfg, gid, nil
+}
+
+func run(ctx context.Context, configPath string, allowRoot bool, started time.Time, hup <-chan os.Signal, log *slog.Logger) error {
+	cfg, gid, err := loadConfig(configPath)
 	if err != nil {
 		return err
 	}
@@ -66,14 +104,6 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 		log.Warn("gleand runs as another user than daemon.user; the helper refuses all but daemon.user", "user", u.Username, "daemon_user", cfg.Daemon.User)
 	}
 	log.Info("gleand starting", "version", cli.Version, "config", configPath, "spool", cfg.Spool.Dir, "uid", os.Getuid())
-	g, err := user.LookupGroup(cfg.Spool.Group)
-	if err != nil {
-		return fmt.Errorf("spool.group %q: %w (create it: groupadd --system %s)", cfg.Spool.Group, err, cfg.Spool.Group)
-	}
-	gid, err := strconv.Atoi(g.Gid)
-	if err != nil {
-		return errors.New("spool.group: non-numeric gid")
-	}
 	sp := &spool.Spool{Dir: cfg.Spool.Dir, MaxEntryBytes: cfg.Spool.MaxEntryBytes, MaxScriptBytes: cfg.Spool.MaxScriptBytes}
 	records, err := sp.Init(gid)
 	if err != nil {
@@ -137,6 +167,7 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 			"watchdog_sec", 2*ping, "worst_round", worst, "slurm_timeout", cfg.Slurm.Timeout.Duration)
 	}
 	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log, Started: started,
-		Notify: sdnotify.Systemd{}, Watchdog: ping}
+		Notify: sdnotify.Systemd{}, Watchdog: ping,
+		Reload: hup, Reloader: daemon.SelfExec{CheckConfig: func() error { _, _, err := loadConfig(configPath); return err }}}
 	return loop.Run(ctx)
 }

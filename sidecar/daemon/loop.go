@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -46,8 +47,13 @@ type Loop struct {
 	// round stuck for WatchdogSec (longer than its Slurm timeouts allow,
 	// WorstRound) stops it.
 	Watchdog time.Duration
+	// Reload delivers reload requests (SIGHUP), handled between rounds by
+	// Reloader (nil: no reloads): see reload.
+	Reload   <-chan os.Signal
+	Reloader Reloader
 
 	trigger chan struct{}
+	refused string // the last refused reload, for every later STATUS=
 }
 
 // DefaultMinGap is Loop.MinGap's default.
@@ -108,6 +114,14 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-ping:
 			l.notify(sdWatchdog)
 			continue
+		case <-l.Reload:
+			if l.Reloader == nil {
+				continue
+			}
+			if err := l.reload(l.Now()); err != nil {
+				return err
+			}
+			continue
 		case <-tick.C:
 		case <-l.trigger:
 			if wait := gap - l.Now().Sub(last); !last.IsZero() && wait > 0 {
@@ -166,6 +180,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		if l.Notify != nil {
 			line := statusLine(now, l.Now().Sub(now), st, xs, d, l.Intake.Active())
+			if l.refused != "" {
+				line += "; " + l.refused
+			}
 			if !ready {
 				line = sdReady + "\n" + line
 				ready = true

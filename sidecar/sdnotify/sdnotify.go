@@ -5,9 +5,11 @@
 package sdnotify
 
 import (
+	"strconv"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
+	"golang.org/x/sys/unix"
 )
 
 // The states glean sends.
@@ -16,6 +18,18 @@ const (
 	Stopping = sd.SdNotifyStopping // shutting down
 	Watchdog = sd.SdNotifyWatchdog // the loop is alive
 )
+
+// Reloading is RELOADING=1 with MONOTONIC_USEC= (CLOCK_MONOTONIC now, as
+// Type=notify-reload in systemd >= 253 wants it; older ones ignore it): the
+// service is reloading and sends READY=1 when done.
+func Reloading() string {
+	var ts unix.Timespec
+	s := sd.SdNotifyReloading
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		s += "\nMONOTONIC_USEC=" + strconv.FormatInt(ts.Nano()/1000, 10)
+	}
+	return s
+}
 
 // Status is a STATUS= line (systemctl status shows it); newlines would
 // start another assignment, so they become spaces.

@@ -20,19 +20,8 @@ import (
 // backs off (the largest gap between pings then stays far below
 // WatchdogSec=5min's bound, daemon.WorstRound), STOPPING=1 on SIGTERM.
 func TestGleandNotifiesSystemd(t *testing.T) {
-	cl := slurmtest.Start(t, slurmtest.Options{Nodes: 4})
-	e, err := gleantest.New(cl, gleantest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, e, msgs := gleandUnderSystemd(t, 4)
 	defer e.Stop()
-	dir := filepath.Join(e.Dir, "notify")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "sock")
-	msgs := sdnotifytest.Listen(t, sock)
-	e.DaemonEnv = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=2000000"}
 	started := time.Now()
 	e.Start(t)
 
@@ -97,4 +86,26 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 
 	e.Stop()
 	until("STOPPING=1", 30*time.Second)
+}
+
+// gleandUnderSystemd sets up a loopback Slurm of nodes nodes and a glean
+// installation whose gleand (started by the caller, stopped by it too)
+// gets a $NOTIFY_SOCKET and WATCHDOG_USEC=2s as systemd would give it; the
+// channel has what gleand sends there.
+func gleandUnderSystemd(t *testing.T, nodes int) (*slurmtest.Cluster, *gleantest.Env, <-chan sdnotifytest.Message) {
+	t.Helper()
+	cl := slurmtest.Start(t, slurmtest.Options{Nodes: nodes})
+	e, err := gleantest.New(cl, gleantest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.Dir, "notify")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		e.Stop()
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	msgs := sdnotifytest.Listen(t, sock)
+	e.DaemonEnv = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=2000000"}
+	return cl, e, msgs
 }

@@ -75,10 +75,11 @@ func TestMakeInstall(t *testing.T) {
 		name                              string
 		vars                              []string // make variables beyond DESTDIR
 		bin, etc, unitDir, libexec, share string
+		man                               string
 	}{
-		{"defaults", nil, "/usr/bin", "/etc/glean", "/usr/lib/systemd/system", "/usr/libexec/glean", "/usr/share/glean"},
+		{"defaults", nil, "/usr/bin", "/etc/glean", "/usr/lib/systemd/system", "/usr/libexec/glean", "/usr/share/glean", "/usr/share/man"},
 		{"under /opt", []string{"PREFIX=/opt/glean", "SYSCONFDIR=/opt/glean/etc", "UNITDIR=/etc/systemd/system", "SPOOLDIR=/shared/glean"},
-			"/opt/glean/bin", "/opt/glean/etc/glean", "/etc/systemd/system", "/opt/glean/libexec/glean", "/opt/glean/share/glean"},
+			"/opt/glean/bin", "/opt/glean/etc/glean", "/etc/systemd/system", "/opt/glean/libexec/glean", "/opt/glean/share/glean", "/opt/glean/share/man"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dest := t.TempDir()
@@ -121,6 +122,9 @@ func TestMakeInstall(t *testing.T) {
 					t.Errorf("%s: Exec lines name %v", u, paths)
 				}
 				for _, p := range paths {
+					if p == "/bin/kill" { // ExecReload's: the system's own
+						continue
+					}
 					if _, err := os.Stat(at(p)); err != nil {
 						t.Errorf("%s names %s, which is not installed", u, p)
 					}
@@ -131,7 +135,11 @@ func TestMakeInstall(t *testing.T) {
 			}
 			if _, keys := unitPaths(t, at(filepath.Join(tc.unitDir, "gleand.service"))); keys["WatchdogSec"] == "" {
 				t.Error("gleand.service: no WatchdogSec")
+			} else if keys["ExecReload"] != "/bin/kill -HUP $MAINPID" {
+				t.Errorf("gleand.service: the last ExecReload is %q, want SIGHUP to the main pid", keys["ExecReload"])
 			}
+
+			checkManPages(t, at(tc.man), tc.share)
 
 			// The config loads and names the installed agent and pilot script.
 			conf := at(tc.etc + "/glean.toml")
@@ -167,6 +175,44 @@ func TestMakeInstall(t *testing.T) {
 	}
 }
 
+// manPages are the pages make install puts under MANDIR (ARCHITECTURE: the RPM has them).
+var manPages = []string{"man1/glean.1", "man1/glean-sbatch.1", "man5/glean.toml.5", "man8/gleand.8", "man8/glean-helper.8", "man8/glean-agent.8"}
+
+// checkManPages checks that every page is installed under mandir with the
+// version and paths filled in, and that groff (and mandoc, where
+// installed) renders it without a warning.
+func checkManPages(t *testing.T, mandir, share string) {
+	t.Helper()
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Error("groff is not installed: the man pages cannot be checked (Debian: apt-get install groff-base)")
+	}
+	mandoc, _ := exec.LookPath("mandoc")
+	for _, p := range manPages {
+		page := filepath.Join(mandir, p)
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Errorf("man page %s: %v", p, err)
+			continue
+		}
+		if s := string(text); strings.Contains(s, "@VERSION@") || !strings.Contains(s, `"glean `+specVersion(t)+`"`) {
+			t.Errorf("%s: the version is not filled in:\n%s", p, strings.SplitN(s, "\n", 2)[0])
+		}
+		if p == "man1/glean-sbatch.1" && !strings.Contains(string(text), share+"/wrappers") {
+			t.Errorf("%s does not name the installed wrapper directory %s/wrappers", p, share)
+		}
+		for _, lint := range [][]string{{groff, "-man", "-Tutf8", "-ww", "-z", page}, {mandoc, "-T", "lint", "-W", "warning", page}} {
+			if lint[0] == "" {
+				continue
+			}
+			out, err := exec.Command(lint[0], lint[1:]...).CombinedOutput()
+			if err != nil || len(bytes.TrimSpace(out)) > 0 {
+				t.Errorf("%s: %v\n%s", strings.Join(lint, " "), err, out)
+			}
+		}
+	}
+}
+
 // TestRPM builds the RPM from `make dist` and checks its files and
 // scriptlets. It needs rpmbuild (Debian's package rpm; make deps installs
 // it) and a git checkout (make dist archives HEAD).
@@ -197,6 +243,11 @@ func TestRPM(t *testing.T) {
 		"/etc/glean/glean.toml", "/var/spool/glean"} {
 		if !strings.Contains(files, f+"\n") {
 			t.Errorf("the RPM lacks %s:\n%s", f, files)
+		}
+	}
+	for _, p := range manPages { // compressed or not, as the build host's rpm does it
+		if !strings.Contains(files, "/usr/share/man/"+p) {
+			t.Errorf("the RPM lacks the man page %s:\n%s", p, files)
 		}
 	}
 	if c := q("-qcp"); !strings.Contains(c, "/etc/glean/glean.toml") {

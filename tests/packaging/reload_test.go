@@ -1,0 +1,136 @@
+package packaging
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
+	"github.com/glean-hpc/glean/tests/gleantest"
+)
+
+// nextNotify returns the first datagram containing want; one containing
+// never (if not "") on the way, or none within timeout, fails the test.
+func nextNotify(t *testing.T, e *gleantest.Env, msgs <-chan sdnotifytest.Message, want, never string, timeout time.Duration) sdnotifytest.Message {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatalf("notify socket closed waiting for %q", want)
+			}
+			if never != "" && strings.Contains(m.Text, never) {
+				t.Fatalf("%q from gleand while waiting for %q\n%s", m.Text, want, e.Logs())
+			}
+			if strings.Contains(m.Text, want) {
+				return m
+			}
+		case <-e.DaemonDone():
+			t.Fatalf("gleand exited (%v) while waiting for %q\n%s", e.DaemonStatus(), want, e.Logs())
+		case <-deadline:
+			t.Fatalf("no %q from gleand within %v\n%s", want, timeout, e.Logs())
+		}
+	}
+}
+
+// systemctl reload gleand, as the unit does it, on the real gleand (as the
+// glean user, on a loopback Slurm, $NOTIFY_SOCKET and a watchdog as
+// systemd sets them, an elastic job active): SIGHUP with a changed config
+// re-execs it in place (same pid, the new value in its start-up log,
+// RELOADING=1 then READY=1 from a round that follows the job,
+// the watchdog pings again, and the spool's lock is held by the new image:
+// a second gleand is refused); SIGHUP with a broken config leaves it
+// running with the old one, and STATUS= says so; the unit's first
+// ExecReload (-check-config) fails on that file naming it.
+func TestGleandReload(t *testing.T) {
+	cl, e, msgs := gleandUnderSystemd(t, 2)
+	defer e.Stop()
+	e.Start(t)
+	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
+	pid := e.DaemonPID()
+	// A job to follow through the reload: the new image takes it up from the spool.
+	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
+	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
+	nextNotify(t, e, msgs, "1 jobs active", "", time.Minute)
+
+	orig, err := os.ReadFile(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const was, now = `rescan = "1s"`, `rescan = "3s"`
+	if !strings.Contains(string(orig), was) {
+		t.Fatalf("the test's config has no %s:\n%s", was, orig)
+	}
+	setConfig := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(e.Config, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkConfig := func() (string, error) {
+		out, err := exec.Command(filepath.Join(e.Bin, "gleand"), "-config", e.Config, "-check-config").CombinedOutput()
+		return string(out), err
+	}
+	hup := func() time.Time {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		return time.Now()
+	}
+
+	for _, tc := range []struct {
+		name   string
+		config string
+		valid  bool
+		inLog  string // in gleand's log afterwards
+	}{
+		{"changed config: re-exec in place", strings.Replace(string(orig), was, now, 1), true, "rescan=3s"},
+		{"broken config: the old one runs on", strings.Replace(string(orig), was, `rescan = "-3s"`, 1), false, "config reload refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setConfig(tc.config)
+			if out, err := checkConfig(); (err == nil) != tc.valid || !tc.valid && !strings.Contains(out, e.Config+": daemon: ") {
+				t.Errorf("gleand -check-config: %v, %q", err, out)
+			}
+			sent := hup()
+			if tc.valid {
+				nextNotify(t, e, msgs, "RELOADING=1", "", time.Minute)
+				ready := nextNotify(t, e, msgs, "READY=1", "", time.Minute)
+				t.Logf("SIGHUP to READY=1: %v: %q", ready.At.Sub(sent).Round(time.Millisecond), ready.Text)
+				if !strings.Contains(ready.Text, "1 jobs active") {
+					t.Errorf("the re-executed gleand's first round does not follow the job: %q", ready.Text)
+				}
+				nextNotify(t, e, msgs, "WATCHDOG=1", "", 10*time.Second)
+				// The new image holds the spool's lock.
+				second := exec.Command(filepath.Join(e.Bin, "gleand"), "-config", e.Config)
+				second.Env = []string{"PATH=" + gleantest.BasePath, "SLURM_CONF=" + cl.Conf}
+				second.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(e.GleanUID), Gid: uint32(e.GleanGID)}}
+				if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "stop it first") {
+					t.Errorf("a second gleand after the reload: %v, %s", err, out)
+				}
+			} else {
+				m := nextNotify(t, e, msgs, "config reload refused", "RELOADING=1", time.Minute)
+				if !strings.Contains(m.Text, "daemon: interval must not be negative and rescan must be positive") {
+					t.Errorf("the refusal's STATUS= does not say why: %q", m.Text)
+				}
+				// Rounds go on (every 3 s now), their status keeps the note.
+				nextNotify(t, e, msgs, "jobs active; config reload refused", "RELOADING=1", time.Minute)
+			}
+			if got := e.DaemonPID(); got != pid {
+				t.Errorf("gleand's pid %d, was %d", got, pid)
+			}
+			if err := syscall.Kill(pid, 0); err != nil {
+				t.Fatalf("gleand (pid %d) is gone: %v", pid, err)
+			}
+			if log := e.Logs(); !strings.Contains(log, tc.inLog) {
+				t.Errorf("gleand's log lacks %q:\n%s", tc.inLog, log)
+			}
+		})
+	}
+}
