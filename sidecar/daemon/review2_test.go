@@ -1,0 +1,193 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/policy"
+	"github.com/glean-hpc/glean/sidecar/slurm"
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// recNotifier records what the loop tells systemd.
+type recNotifier struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (n *recNotifier) Notify(state string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.msgs = append(n.msgs, state)
+	return nil
+}
+
+// Review 2 finding: WATCHDOG=1 comes only from its own ticker (every
+// WatchdogSec/2), never when a round ends. A round that starts just before
+// a tick delays that ping by its whole length, so systemd sees a gap of
+// WatchdogSec/2 + the round (+ more rounds when the select picks tick.C or
+// the trigger first), not the round alone: with slurm.timeout = 60 s,
+// WorstRound is 195 s < WatchdogSec 300 s (gleand does not warn), yet a
+// silent slurmctld can leave 150 + 195 = 345 s between pings and systemd
+// kills a working daemon. A round that ended proves the loop alive: it
+// should ping (with its STATUS=), so that the gap is at most one round.
+// Here the ticker is an hour: each finished round must still ping.
+func TestLoopPingsWhenARoundEnds(t *testing.T) {
+	fx := newFixture(t)
+	n := &recNotifier{}
+	rounds := make(chan struct{}, 1024)
+	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: 20 * time.Millisecond, Log: fx.in.log,
+		Notify: n, Watchdog: time.Hour,
+		OnRound: func(Stats, error) { rounds <- struct{}{} }}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = l.Run(ctx); close(stopped) }()
+	deadline := time.After(20 * time.Second)
+	for i := 0; i < 3; i++ {
+		select {
+		case <-rounds:
+		case <-deadline:
+			cancel()
+			t.Fatal("no 3 rounds within 20 s")
+		}
+	}
+	cancel()
+	<-stopped
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	status, pings := 0, 0
+	for _, m := range n.msgs {
+		if strings.Contains(m, "STATUS=") {
+			status++
+		}
+		if strings.Contains(m, "WATCHDOG=1") {
+			pings++
+		}
+	}
+	if status < 3 || pings < status {
+		t.Errorf("%d rounds reported (STATUS=), %d WATCHDOG=1: a finished round does not refresh the watchdog; messages %q",
+			status, pings, n.msgs)
+	}
+}
+
+// Review 2 finding: completeMove's move-back case puts the old record
+// (its entry active again) and then its control file, in two writes. A
+// daemon that dies between them (the watchdog, an OOM kill, a failed
+// control write) leaves A's control file saying "p1 moved to B" while B's
+// entry says "moved to A". After the restart completeMoves redoes B's
+// move, finds A's entry already active (MovedTo "") and skips A's control
+// file: the agent is sent A -> B -> A ... forever without a task, while
+// the policy counts p1 as A's pilot. Nothing else rewrites A's control
+// file until A retires a pilot or ends.
+func TestMoveBackRestartRewritesControl(t *testing.T) {
+	fx := newFixture(t)
+	thesis := func(e *spool.Entry, _ *QJob) { e.Mode = "thesis" }
+	ea, eb := fx.submit(t, 2, thesis), fx.submit(t, 5, thesis)
+	if st := fx.round(t); st.Accepted != 2 {
+		t.Fatalf("intake: %+v", st)
+	}
+	na, nb := spool.RecordName(fx.uid, ea.ID), spool.RecordName(fx.uid, eb.ID)
+	rs, err := fx.s.OpenRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	sl := &benchCluster{nodes: 4, pilots: map[string]string{"p1": "n1"}}
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: policy.DefaultConfig(), HeartbeatTimeout: time.Hour},
+		fx.in, rs, sl, sl, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ra, rb := fx.in.Get(na), fx.in.Get(nb)
+	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
+	if err := rs.Put(ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: na, Pilot: "p1", To: nb}); err != nil {
+		t.Fatal(err)
+	}
+	// The move back, as completeMove does it, up to the crash: B marked
+	// (movePilot), A's entry active again and put; A's control not yet
+	// rewritten.
+	pilotOf(rb, "p1").MovedTo = na
+	if err := rs.Put(rb); err != nil {
+		t.Fatal(err)
+	}
+	pilotOf(ra, "p1").MovedTo = ""
+	if err := rs.Put(ra); err != nil {
+		t.Fatal(err)
+	}
+	// The restart: this daemon has completed no move yet.
+	x.moved = nil
+	x.completeMoves([]string{na, nb})
+	wa, err := fx.s.OpenWork(fx.uid, ea.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := wa.Control()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to, ok := c.Move["p1"]; ok {
+		t.Errorf("after the restart A's control file still sends p1 to %s, and B's sends it back to A", to)
+	}
+}
+
+// Review 2 finding: finish now retries its own failed scancels (Cause
+// job-ended) but not a pending pilot's give-way cancel that failed
+// (recorded Cancelled with cause give-way before the scancel, which a
+// stall or a busy slurmctld then skipped). While the job runs the
+// policy's pending timeout catches such a pilot; once the job has ended
+// the policy no longer sees it and finish skips it for its cause: it
+// stays queued until Slurm starts it (its agent then stops at once), and
+// the record is followed every round meanwhile.
+func TestFinishCancelsAGiveWayPilotLeftPending(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 4)
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	pc.Grace = 10 * time.Second
+	pc.MinPilotTime = time.Minute
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 8, nil)
+	m.round(t, fx.in, x)
+	r := fx.record(e)
+	if len(r.PilotJobs) == 0 {
+		t.Fatal("no pilots submitted")
+	}
+	// The give-way cancel of the first (pending) pilot was recorded, and
+	// its scancel skipped (errStalled) or failed.
+	gave := r.PilotJobs[0].ID
+	r.PilotJobs[0].Cancelled, r.PilotJobs[0].Cause = true, policy.CauseGiveWay.String()
+	if err := fx.in.records.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	work, err := fx.s.OpenWork(fx.uid, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		res := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "77", Node: "n1", Outcome: spool.OutcomeExited,
+			Start: fx.now.Add(-time.Second), End: fx.now}
+		if err := work.Finish(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var asked []string
+	for i := 0; i < 2; i++ {
+		fx.now = fx.now.Add(time.Second)
+		_, helper := m.round(t, fx.in, x)
+		asked = append(asked, helper...)
+	}
+	if fx.record(e).State != spool.StateDone {
+		t.Fatalf("state %s, want done", fx.record(e).State)
+	}
+	if !slices.Contains(asked, "cancel-pilot "+gave) {
+		t.Errorf("the ended job's pending pilot %s (give-way cancel failed) is never cancelled: helper %q", gave, asked)
+	}
+}
