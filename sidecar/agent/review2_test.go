@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// Review 2 finding: Serve learns the allocation's limits once per pilot
+// and keeps the answer, a failure included: one squeue/scontrol that
+// timed out when the pilot started (a busy slurmctld) leaves every job the
+// pilot moves to without its end and KillWait ("every task is started"),
+// so tasks that cannot finish before the time limit are started and
+// killed by it. Before Serve, each job's agent asked again. A failed
+// learn should be asked again by the next job's agent.
+func TestServeLearnsAgainAfterAFailure(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+	self := spool.RecordName(f.uid, f.id)
+	if err := f.recs.PutControl(f.rec, spool.Control{Move: map[string]string{"9": self}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	f.commit(ctx, &wg)
+	var learns atomic.Int32
+	opt := Options{Pilot: "9", Node: "node1", Env: []string{"SLURM_JOB_ID=9"}, Capacity: Capacity{CPUs: 1},
+		Grace: 2 * time.Second, Heartbeat: 20 * time.Millisecond, Poll: 5 * time.Millisecond, Idle: 300 * time.Millisecond,
+		Reap: 2 * time.Second, Log: slog.New(slog.DiscardHandler),
+		Learn: func(context.Context) (Limits, error) {
+			if learns.Add(1) == 1 {
+				return Limits{}, errors.New("squeue: Socket timed out on send/recv operation")
+			}
+			return Limits{End: time.Now().Add(time.Hour), KillWait: 30 * time.Second}, nil
+		}}
+	open := func(id string) (*Job, *spool.Work, error) {
+		if err := f.recs.PutControl(f.rec, spool.Control{}); err != nil {
+			return nil, nil, err
+		}
+		return f.job(), f.work(), nil
+	}
+	why, err := Serve(ctx, f.job(), f.work(), f.uid, opt, open)
+	if err != nil || why == EndMoved {
+		t.Fatalf("Serve ended %q, %v", why, err)
+	}
+	if n := learns.Load(); n != 2 {
+		t.Errorf("the allocation's limits were asked %d times over two jobs after the first ask failed; want 2", n)
+	}
+	cancel()
+	wg.Wait()
+}
