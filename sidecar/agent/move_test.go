@@ -68,22 +68,33 @@ func TestMoveTarget(t *testing.T) {
 
 // Serve runs an agent for the job the pilot moved to, and learns the
 // allocation's limits once for the pilot, not once per job.
-func TestServe(t *testing.T) {
-	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+// serveFixture is a job whose control file moves pilot 9 to the job
+// itself, with a committer running until the test ends, and Options for
+// Serve with learn; stop ends the committer after a last pass (the test's
+// cleanup too).
+func serveFixture(t *testing.T, learn func(context.Context) (Limits, error)) (f *fixture, ctx context.Context, opt Options, stop func()) {
+	t.Helper()
+	f = newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
 	self := spool.RecordName(f.uid, f.id)
 	if err := f.recs.PutControl(f.rec, spool.Control{Move: map[string]string{"9": self}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
 	f.commit(ctx, &wg)
-	var learns, opens atomic.Int32
-	opt := Options{Pilot: "9", Node: "node1", Env: []string{"SLURM_JOB_ID=9"}, Capacity: Capacity{CPUs: 1},
+	opt = Options{Pilot: "9", Node: "node1", Env: []string{"SLURM_JOB_ID=9"}, Capacity: Capacity{CPUs: 1},
 		Grace: 2 * time.Second, Heartbeat: 20 * time.Millisecond, Poll: 5 * time.Millisecond, Idle: 300 * time.Millisecond,
-		Reap: 2 * time.Second, Log: slog.New(slog.DiscardHandler),
-		Learn: func(context.Context) (Limits, error) { learns.Add(1); return Limits{}, nil }}
+		Reap: 2 * time.Second, Log: slog.New(slog.DiscardHandler), Learn: learn}
+	return f, ctx, opt, stop
+}
+
+// Serve runs an agent for the job the pilot moved to, and learns the
+// allocation's limits once for the pilot, not once per job.
+func TestServe(t *testing.T) {
+	var learns, opens atomic.Int32
+	f, ctx, opt, stop := serveFixture(t, func(context.Context) (Limits, error) { learns.Add(1); return Limits{}, nil })
 	open := func(id string) (*Job, *spool.Work, error) {
 		opens.Add(1)
 		if id != f.id {
@@ -102,8 +113,7 @@ func TestServe(t *testing.T) {
 	if opens.Load() != 1 || learns.Load() != 1 {
 		t.Errorf("%d opens, %d learns; want one of each", opens.Load(), learns.Load())
 	}
-	cancel()
-	wg.Wait()
+	stop()
 	if res := f.results(); len(res) != 0 {
 		t.Errorf("results left uncommitted: %+v", res)
 	}

@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,27 +18,14 @@ import (
 // killed by it. Before Serve, each job's agent asked again. A failed
 // learn should be asked again by the next job's agent.
 func TestServeLearnsAgainAfterAFailure(t *testing.T) {
-	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
-	self := spool.RecordName(f.uid, f.id)
-	if err := f.recs.PutControl(f.rec, spool.Control{Move: map[string]string{"9": self}}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	f.commit(ctx, &wg)
 	var learns atomic.Int32
-	opt := Options{Pilot: "9", Node: "node1", Env: []string{"SLURM_JOB_ID=9"}, Capacity: Capacity{CPUs: 1},
-		Grace: 2 * time.Second, Heartbeat: 20 * time.Millisecond, Poll: 5 * time.Millisecond, Idle: 300 * time.Millisecond,
-		Reap: 2 * time.Second, Log: slog.New(slog.DiscardHandler),
-		Learn: func(context.Context) (Limits, error) {
-			if learns.Add(1) == 1 {
-				return Limits{}, errors.New("squeue: Socket timed out on send/recv operation")
-			}
-			return Limits{End: time.Now().Add(time.Hour), KillWait: 30 * time.Second}, nil
-		}}
-	open := func(id string) (*Job, *spool.Work, error) {
+	f, ctx, opt, _ := serveFixture(t, func(context.Context) (Limits, error) {
+		if learns.Add(1) == 1 {
+			return Limits{}, errors.New("squeue: Socket timed out on send/recv operation")
+		}
+		return Limits{End: time.Now().Add(time.Hour), KillWait: 30 * time.Second}, nil
+	})
+	open := func(string) (*Job, *spool.Work, error) {
 		if err := f.recs.PutControl(f.rec, spool.Control{}); err != nil {
 			return nil, nil, err
 		}
@@ -53,6 +38,4 @@ func TestServeLearnsAgainAfterAFailure(t *testing.T) {
 	if n := learns.Load(); n != 2 {
 		t.Errorf("the allocation's limits were asked %d times over two jobs after the first ask failed; want 2", n)
 	}
-	cancel()
-	wg.Wait()
 }
