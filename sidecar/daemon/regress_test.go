@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/policy"
-	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -39,12 +38,7 @@ func TestEscalateRetriesAFailedCancel(t *testing.T) {
 	fx := newFixture(t)
 	m := newModel(t, fx, 4)
 	act := &failingCancel{slurmModel: m}
-	pc := policy.DefaultConfig()
-	pc.PilotPartition = "pilot"
-	pc.Grace = 10 * time.Second
-	pc.MinPilotTime = time.Minute
-	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
-		PilotPartition: "pilot"}, fx.in, fx.in.records, act, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	x, pc := modelExecutor(fx, m, act, 10*time.Second)
 	e := fx.submit(t, 40, nil)
 	m.round(t, fx.in, x)
 	for _, p := range fx.record(e).PilotJobs {
@@ -130,12 +124,7 @@ func TestFinishRetriesAFailedPilotCancel(t *testing.T) {
 	fx := newFixture(t)
 	m := newModel(t, fx, 4)
 	act := &failingCancel{slurmModel: m}
-	pc := policy.DefaultConfig()
-	pc.PilotPartition = "pilot"
-	pc.Grace = 10 * time.Second
-	pc.MinPilotTime = time.Minute
-	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
-		PilotPartition: "pilot"}, fx.in, fx.in.records, act, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	x, _ := modelExecutor(fx, m, act, 10*time.Second)
 	e := fx.submit(t, 8, nil)
 	m.round(t, fx.in, x)
 	if n := len(fx.record(e).PilotJobs); n == 0 {

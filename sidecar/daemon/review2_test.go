@@ -148,12 +148,7 @@ func TestMoveBackRestartRewritesControl(t *testing.T) {
 func TestFinishCancelsAGiveWayPilotLeftPending(t *testing.T) {
 	fx := newFixture(t)
 	m := newModel(t, fx, 4)
-	pc := policy.DefaultConfig()
-	pc.PilotPartition = "pilot"
-	pc.Grace = 10 * time.Second
-	pc.MinPilotTime = time.Minute
-	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
-		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	x, _ := modelExecutor(fx, m, m, 10*time.Second)
 	e := fx.submit(t, 8, nil)
 	m.round(t, fx.in, x)
 	r := fx.record(e)
@@ -190,4 +185,65 @@ func TestFinishCancelsAGiveWayPilotLeftPending(t *testing.T) {
 	if !slices.Contains(asked, "cancel-pilot "+gave) {
 		t.Errorf("the ended job's pending pilot %s (give-way cancel failed) is never cancelled: helper %q", gave, asked)
 	}
+}
+
+// failingSignal is the model's helper whose signal-pilot fails while fail
+// is set (errStalled: an earlier call of the round, the intake's hold
+// included, failed slowly).
+type failingSignal struct {
+	*slurmModel
+	fail bool
+}
+
+func (f *failingSignal) SignalPilot(ctx context.Context, record, id string) error {
+	if f.fail {
+		f.ask("signal-pilot-skipped", id)
+		return errStalled
+	}
+	return f.slurmModel.SignalPilot(ctx, record, id)
+}
+
+// Review 2 finding: a give-way signal that the round's stall skipped (or
+// that failed) is recorded as sent (Cancelled, Signalled) and never tried
+// again: the next rounds skip the pilot ("leaving already") until escalate
+// scancels it a grace plus a margin later. The pilot's agent never hears
+// of the give-way, so its tasks get no checkpoint time of their own
+// (scancel: Slurm's KillWait only), and the regular job waits the whole
+// grace for nothing. Now that the intake's slow hold stalls the executor
+// too, one hung hold does this to every give-way of the round.
+func TestGiveWaySignalRetriedAfterAStall(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 4)
+	act := &failingSignal{slurmModel: m}
+	x, _ := modelExecutor(fx, m, act, time.Minute)
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	for _, p := range fx.record(e).PilotJobs {
+		m.start(p.ID)
+	}
+	m.regular["800"] = 4
+	act.fail = true
+	fx.now = fx.now.Add(time.Second)
+	_, helper := m.round(t, fx.in, x)
+	if !slices.ContainsFunc(helper, func(s string) bool { return strings.HasPrefix(s, "signal-pilot-skipped ") }) {
+		t.Fatalf("give-way round: helper %q, want skipped signals", helper)
+	}
+	act.fail = false
+	fx.now = fx.now.Add(time.Second)
+	_, helper = m.round(t, fx.in, x)
+	if !slices.ContainsFunc(helper, func(s string) bool { return strings.HasPrefix(s, "signal-pilot ") }) {
+		t.Errorf("the round after the skipped give-way signals: helper %q, want the pilots signalled", helper)
+	}
+}
+
+// modelExecutor is an executor on the Slurm model m (its snapshots) acting
+// through act, scavenger by default, with a policy of this grace.
+func modelExecutor(fx *fixture, m *slurmModel, act Actor, grace time.Duration) (*Executor, policy.Config) {
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	pc.Grace = grace
+	pc.MinPilotTime = time.Minute
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, act, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return x, pc
 }
