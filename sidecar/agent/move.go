@@ -55,11 +55,21 @@ type Open func(id string) (*Job, *spool.Work, error)
 // scontrol each time).
 func Serve(ctx context.Context, job *Job, work *spool.Work, uid int, opt Options, open Open) (string, error) {
 	if learn := opt.Learn; learn != nil {
-		var once sync.Once
-		var l learnt
+		// Only an answer is kept: after a failure (a Slurm timeout) the
+		// next job's agent asks again.
+		var mu sync.Mutex
+		var known *Limits
 		opt.Learn = func(ctx context.Context) (Limits, error) {
-			once.Do(func() { l.lim, l.err = learn(ctx) })
-			return l.lim, l.err
+			mu.Lock()
+			defer mu.Unlock()
+			if known != nil {
+				return *known, nil
+			}
+			l, err := learn(ctx)
+			if err == nil {
+				known = &l
+			}
+			return l, err
 		}
 	}
 	for {

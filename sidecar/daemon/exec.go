@@ -409,7 +409,13 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 				how, err = "cancelled", x.act.CancelPilot(ctx, a.Job, a.Pilot)
 			}
 			if err != nil {
+				// Undone, so that the next round decides again and the
+				// agent still gets its own TERM (and the grace).
 				x.log.Warn("cancelling a pilot", "pilot", a.Pilot, "err", err)
+				p.Cancelled, p.Cause, p.Signalled = false, "", time.Time{}
+				if err := x.records.Put(r); err != nil {
+					x.log.Error("recording a failed cancel", "job", a.Job, "err", err)
+				}
 				continue
 			}
 			st.Cancelled++
@@ -1034,9 +1040,10 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		// Idle pilots of a finished job leave by themselves; pending ones
 		// and those of a cancelled job are cancelled.
 		// Cancelled again every round while Slurm still shows it: a failed
-		// scancel is retried (the job ended, so the policy no longer sees
-		// its pilots, and no pending timeout catches them).
-		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && (!p.Cancelled || p.Cause == causeJobEnded) && p.MovedTo == "" {
+		// scancel is retried, this one's or a give-way's that left it
+		// pending (the job ended, so the policy no longer sees its pilots,
+		// and no pending timeout catches them).
+		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && (!p.Cancelled || p.Cause == causeJobEnded || j.Pending()) && p.MovedTo == "" {
 			if !p.Cancelled {
 				p.Cancelled, p.Cause, changed = true, causeJobEnded, true
 			}

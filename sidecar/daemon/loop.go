@@ -187,6 +187,12 @@ func (l *Loop) Run(ctx context.Context) error {
 				line = sdReady + "\n" + line
 				ready = true
 			}
+			if ping != nil {
+				// A round that ends is the loop alive: without this, a
+				// round begun just before the ticker's ping delayed it by
+				// the whole round.
+				line += "\n" + sdWatchdog
+			}
 			l.notify(line)
 		}
 		if l.OnRound != nil {

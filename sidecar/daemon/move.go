@@ -74,6 +74,10 @@ func (x *Executor) completeMove(from *spool.Record, p *spool.PilotJob) error {
 			*old = was
 			return err
 		}
+		fallthrough
+	default:
+		// Rewritten even if the record was already right: a daemon that
+		// died between the two writes left the old control file.
 		if err := x.putControl(to, !to.Active()); err != nil {
 			return err
 		}

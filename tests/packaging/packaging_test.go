@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -254,13 +255,18 @@ func TestRPM(t *testing.T) {
 		t.Errorf("glean.toml is not a config file: %q", c)
 	}
 	scripts := q("-qp", "--scripts")
-	for _, want := range []string{"useradd -r -g glean", "groupadd -r glean", "gleand.service glean-helper.service"} {
+	for _, want := range []string{"useradd -r -g glean", "groupadd -r glean", "gleand.service glean-helper.service",
+		"[ -e /var/spool/glean ] || install -d -m 0755 -o glean -g glean /var/spool/glean"} {
 		if !strings.Contains(scripts, want) {
 			t.Errorf("scriptlets lack %q:\n%s", want, scripts)
 		}
 	}
 	if v := q("-qlvp"); !strings.Contains(v, "glean    glean") || !strings.Contains(v, "/var/spool/glean") {
 		t.Errorf("the spool is not owned by glean:\n%s", v)
+	}
+	// A ghost: rpm never chowns or chmods an existing (shared) spool.
+	if v := q("-qp", "--qf", "[%{FILEFLAGS:fflags} %{FILENAMES}\n]"); !regexp.MustCompile(`(?m)^\S*g\S* /var/spool/glean$`).MatchString(v) {
+		t.Errorf("the spool is not a %%ghost in the RPM:\n%s", v)
 	}
 }
 
