@@ -1,5 +1,5 @@
-// Command glean is the user and admin CLI: showbf now; status, show, cancel
-// and sim as their issues land.
+// Command glean is the user and admin CLI (sidecar/cli: status, show,
+// cancel, sim, showbf, ...; glean(1)).
 package main
 
 import (

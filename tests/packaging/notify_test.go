@@ -99,6 +99,11 @@ func gleandUnderSystemd(t *testing.T, nodes int) (*slurmtest.Cluster, *gleantest
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // after the caller's deferred Stop
+		if !t.Failed() {
+			os.RemoveAll(e.Dir)
+		}
+	})
 	dir := filepath.Join(e.Dir, "notify")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		e.Stop()
