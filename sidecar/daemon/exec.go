@@ -88,16 +88,28 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 // that does not answer (slurmctld down since the round's snapshot).
 const slowCall = 5 * time.Second
 
-// errStalled is what the calls after a slow failure return.
-var errStalled = errors.New("skipped: Slurm stopped answering during this round")
+// errStalled is what the calls after a slow failure, or after the round's
+// budget, return.
+var errStalled = errors.New("skipped for this round: Slurm is slow or not answering")
+
+// roundBudget is how long one round's privileged calls may take in all
+// before the rest wait for the next round: slow calls that succeed (a
+// loaded slurmctld, 100 give-way signals) must not hold the loop past its
+// watchdog either (WorstRound).
+const roundBudget = time.Minute
 
 // stall is a round's memory of a privileged call that failed slowly
-// (Slurm stopped answering after the round's snapshot): the intake's and
-// the executor's calls after it are skipped, since each would wait for the
-// timeout too, and the round (which also commits the results) would stall
-// for the whole outage.
+// (Slurm stopped answering after the round's snapshot) and of the time its
+// privileged calls took: the intake's and the executor's calls after a
+// slow failure, or past roundBudget, are skipped, since each could wait
+// for the timeout too, and the round (which also commits the results)
+// would stall for the whole outage. What is skipped is on the records and
+// done in a later round.
 type stall struct {
 	slow    time.Duration // 0: slowCall
+	budget  time.Duration // 0: roundBudget
+	clock   func() time.Time
+	spent   time.Duration
 	stalled bool
 }
 
@@ -105,13 +117,21 @@ func (s *stall) call(f func() error) error {
 	if s.stalled {
 		return errStalled
 	}
-	slow := s.slow
+	slow, budget, clock := s.slow, s.budget, s.clock
 	if slow <= 0 {
 		slow = slowCall
 	}
-	start := time.Now()
+	if budget <= 0 {
+		budget = roundBudget
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	start := clock()
 	err := f()
-	if err != nil && time.Since(start) > slow {
+	took := clock().Sub(start)
+	s.spent += took
+	if err != nil && took > slow || s.spent >= budget {
 		s.stalled = true
 	}
 	return err

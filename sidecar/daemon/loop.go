@@ -141,6 +141,12 @@ func (l *Loop) Run(ctx context.Context) error {
 			continue // Slurm is not answering: ask less often
 		}
 		last = now
+		if ping != nil {
+			// A round starting is the loop alive too: with the ping at its
+			// end, the longest gap is one round (WorstRound), whatever the
+			// ticker's phase.
+			l.notify(sdWatchdog)
+		}
 		// One observation of Slurm for the whole round, taken when first
 		// needed.
 		var (

@@ -24,18 +24,19 @@ const (
 	sdWatchdog = sdnotify.Watchdog
 )
 
-// WorstRound is how long a round may take while slurmctld stops
-// answering, with every Slurm command bounded by slurmTimeout: the
-// snapshot's commands (run side by side) time out once, then at most one
-// privileged call, the intake's or the executor's, waits for the helper's
-// own timeout before the round's stall skips the rest. The unit's
-// WatchdogSec must be longer (etc/gleand.service: 5 min against 105 s at
-// the default 30 s).
+// WorstRound is how long a round may take while slurmctld is slow or
+// stops answering, with every Slurm command bounded by slurmTimeout: the
+// snapshot's commands (run side by side) time out once; then privileged
+// calls, the intake's and the executor's, until they have taken
+// roundBudget in all or one failed slowly, the last of them waiting up to
+// the helper's own timeout; the round's stall skips the rest. The unit's
+// WatchdogSec must be longer (etc/gleand.service: 5 min against 170 s at
+// the default 30 s); the loop pings when a round starts and when it ends.
 func WorstRound(slurmTimeout time.Duration) time.Duration {
 	if slurmTimeout <= 0 {
 		slurmTimeout = 30 * time.Second
 	}
-	return slurmTimeout + privhelper.RequestTimeout(slurmTimeout) + 5*time.Second
+	return slurmTimeout + roundBudget + privhelper.RequestTimeout(slurmTimeout) + 5*time.Second
 }
 
 // notify sends state if there is a Notifier; a failure is logged, never

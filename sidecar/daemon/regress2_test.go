@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -246,4 +247,46 @@ func modelExecutor(fx *fixture, m *slurmModel, act Actor, grace time.Duration) (
 	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
 		PilotPartition: "pilot"}, fx.in, fx.in.records, act, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return x, pc
+}
+
+// Privileged calls that succeed slowly (a loaded slurmctld) stop for the
+// round once they took roundBudget in all, so that a round stays within
+// WorstRound and the watchdog; a slow failure stops them at once.
+func TestStallBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		each      time.Duration
+		fail      bool
+		wantCalls int
+	}{
+		{"fast calls", 10 * time.Millisecond, false, 100},
+		{"slow successes", 2 * time.Second, false, 30}, // 30 x 2 s = the 1-minute budget
+		{"a slow failure", 6 * time.Second, true, 1},
+		{"quick failures", time.Second, true, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			s := &stall{clock: func() time.Time { return now }}
+			calls := 0
+			for i := 0; i < 100; i++ {
+				err := s.call(func() error {
+					calls++
+					now = now.Add(tc.each)
+					if tc.fail {
+						return errors.New("slurm_load_jobs error: Socket timed out")
+					}
+					return nil
+				})
+				if calls < i+1 && !errors.Is(err, errStalled) {
+					t.Fatalf("call %d skipped with %v, want errStalled", i, err)
+				}
+			}
+			if calls != tc.wantCalls {
+				t.Errorf("%d calls reached Slurm, want %d", calls, tc.wantCalls)
+			}
+		})
+	}
+	if w := WorstRound(30 * time.Second); w >= 5*time.Minute {
+		t.Errorf("WorstRound at the default timeout is %v, not under the unit's WatchdogSec=5min", w)
+	}
 }
