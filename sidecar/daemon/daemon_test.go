@@ -605,3 +605,20 @@ func TestTransientReadErrors(t *testing.T) {
 		}
 	}
 }
+
+// finishTasks writes, as pilot's agent on n1, an exit-0 result for tasks
+// 0..n-1 of entry id (for the daemon to commit).
+func (fx *fixture) finishTasks(t testing.TB, id string, n int, pilot string) {
+	t.Helper()
+	work, err := fx.s.OpenWork(fx.uid, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		r := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: pilot, Node: "n1", Outcome: spool.OutcomeExited,
+			Start: fx.now.Add(-time.Second), End: fx.now}
+		if err := work.Finish(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

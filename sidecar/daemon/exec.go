@@ -1059,17 +1059,22 @@ func (x *Executor) finish(ctx context.Context, now time.Time, r *spool.Record, s
 		}
 		// Idle pilots of a finished job leave by themselves; pending ones
 		// and those of a cancelled job are cancelled.
-		// Cancelled again every round while Slurm still shows it: a failed
-		// scancel is retried, this one's or a give-way's that left it
-		// pending (the job ended, so the policy no longer sees its pilots,
-		// and no pending timeout catches them).
-		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && (!p.Cancelled || p.Cause == causeJobEnded || j.Pending()) && p.MovedTo == "" {
+		// Cancelled again every round while Slurm still shows it pending,
+		// or until one scancel of it succeeded: a failed scancel is
+		// retried, this one's or a give-way's that left it pending (the
+		// job ended, so the policy no longer sees its pilots, and no
+		// pending timeout catches them).
+		retry := !p.Cancelled || p.Cause == causeJobEnded && !p.Killed
+		if j != nil && (j.Pending() || r.State == spool.StateCancelled) && (retry || j.Pending()) && p.MovedTo == "" {
 			if !p.Cancelled {
 				p.Cancelled, p.Cause, changed = true, causeJobEnded, true
 			}
 			if err := x.act.CancelPilot(ctx, n, p.ID); err != nil {
 				x.log.Warn("cancelling a pilot of an ended job", "pilot", p.ID, "err", err)
 			} else {
+				if !p.Killed {
+					p.Killed, changed = true, true
+				}
 				x.opt.Fail.Hit("end/pilot-cancelled")
 			}
 		}

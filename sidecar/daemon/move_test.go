@@ -18,23 +18,8 @@ import (
 // job's control file tells its agent where to go, a daemon that died half
 // way finishes the move, and a move between two users' jobs is refused.
 func TestMovePilot(t *testing.T) {
-	fx := newFixture(t)
-	thesis := func(e *spool.Entry, _ *QJob) { e.Mode = "thesis" }
-	ea, eb := fx.submit(t, 2, thesis), fx.submit(t, 5, thesis)
-	if st := fx.round(t); st.Accepted != 2 {
-		t.Fatalf("intake: %+v", st)
-	}
-	na, nb := spool.RecordName(fx.uid, ea.ID), spool.RecordName(fx.uid, eb.ID)
-	rs, err := fx.s.OpenRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	sl := &benchCluster{nodes: 4, pilots: map[string]string{"p1": "n1", "p2": "n2"}}
-	newX := func() *Executor {
-		return NewExecutor(ExecOptions{Spool: fx.s, Policy: policy.DefaultConfig(), HeartbeatTimeout: time.Hour},
-			fx.in, rs, sl, sl, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
+	fx, pl := newPool(t, map[string]string{"p1": "n1", "p2": "n2"})
+	na, nb, rs, sl, newX := pl.na, pl.nb, pl.rs, pl.sl, pl.newX
 	x := newX()
 	ra, rb := fx.in.Get(na), fx.in.Get(nb)
 	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now},
@@ -63,7 +48,7 @@ func TestMovePilot(t *testing.T) {
 		}
 		return c
 	}
-	if c := control(ea.ID); c.Move["p1"] != nb || len(c.Move) != 1 {
+	if c := control(pl.a); c.Move["p1"] != nb || len(c.Move) != 1 {
 		t.Errorf("old job's control %+v, want p1 -> %s", c, nb)
 	}
 	// The policy sees p1 once, as the new job's.
@@ -96,8 +81,8 @@ func TestMovePilot(t *testing.T) {
 	}
 	x = newX()
 	x.completeMoves([]string{na, nb})
-	if pilotOf(rb, "p2") == nil || control(ea.ID).Move["p2"] != nb {
-		t.Errorf("after a restart: new record %+v, control %+v", rb.PilotJobs, control(ea.ID))
+	if pilotOf(rb, "p2") == nil || control(pl.a).Move["p2"] != nb {
+		t.Errorf("after a restart: new record %+v, control %+v", rb.PilotJobs, control(pl.a))
 	}
 
 	// Never to another user's job.
@@ -118,4 +103,36 @@ func jobsOf(c *benchCluster, now time.Time) map[string]*cluster.Job {
 		m[s.Jobs[i].ID] = &s.Jobs[i]
 	}
 	return m
+}
+
+// pool is two thesis jobs of one user (A with 2 tasks, B with 5), taken in,
+// with a cluster whose running pilots are on the given nodes.
+type pool struct {
+	a      string // A's entry id
+	na, nb string
+	rs     *spool.Records
+	sl     *benchCluster
+	newX   func() *Executor
+}
+
+func newPool(t *testing.T, pilots map[string]string) (*fixture, pool) {
+	t.Helper()
+	fx := newFixture(t)
+	thesis := func(e *spool.Entry, _ *QJob) { e.Mode = "thesis" }
+	ea, eb := fx.submit(t, 2, thesis), fx.submit(t, 5, thesis)
+	if st := fx.round(t); st.Accepted != 2 {
+		t.Fatalf("intake: %+v", st)
+	}
+	na, nb := spool.RecordName(fx.uid, ea.ID), spool.RecordName(fx.uid, eb.ID)
+	rs, err := fx.s.OpenRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	sl := &benchCluster{nodes: 4, pilots: pilots}
+	newX := func() *Executor {
+		return NewExecutor(ExecOptions{Spool: fx.s, Policy: policy.DefaultConfig(), HeartbeatTimeout: time.Hour},
+			fx.in, rs, sl, sl, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	return fx, pool{a: ea.ID, na: na, nb: nb, rs: rs, sl: sl, newX: newX}
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -88,21 +87,8 @@ func TestLoopPingsWhenARoundEnds(t *testing.T) {
 // the policy counts p1 as A's pilot. Nothing else rewrites A's control
 // file until A retires a pilot or ends.
 func TestMoveBackRestartRewritesControl(t *testing.T) {
-	fx := newFixture(t)
-	thesis := func(e *spool.Entry, _ *QJob) { e.Mode = "thesis" }
-	ea, eb := fx.submit(t, 2, thesis), fx.submit(t, 5, thesis)
-	if st := fx.round(t); st.Accepted != 2 {
-		t.Fatalf("intake: %+v", st)
-	}
-	na, nb := spool.RecordName(fx.uid, ea.ID), spool.RecordName(fx.uid, eb.ID)
-	rs, err := fx.s.OpenRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	sl := &benchCluster{nodes: 4, pilots: map[string]string{"p1": "n1"}}
-	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: policy.DefaultConfig(), HeartbeatTimeout: time.Hour},
-		fx.in, rs, sl, sl, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	fx, pl := newPool(t, map[string]string{"p1": "n1"})
+	na, nb, rs, x := pl.na, pl.nb, pl.rs, pl.newX()
 	ra, rb := fx.in.Get(na), fx.in.Get(nb)
 	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
 	if err := rs.Put(ra); err != nil {
@@ -125,7 +111,7 @@ func TestMoveBackRestartRewritesControl(t *testing.T) {
 	// The restart: this daemon has completed no move yet.
 	x.moved = nil
 	x.completeMoves([]string{na, nb})
-	wa, err := fx.s.OpenWork(fx.uid, ea.ID)
+	wa, err := fx.s.OpenWork(fx.uid, pl.a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,17 +149,7 @@ func TestFinishCancelsAGiveWayPilotLeftPending(t *testing.T) {
 	if err := fx.in.records.Put(r); err != nil {
 		t.Fatal(err)
 	}
-	work, err := fx.s.OpenWork(fx.uid, e.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 8; i++ {
-		res := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "77", Node: "n1", Outcome: spool.OutcomeExited,
-			Start: fx.now.Add(-time.Second), End: fx.now}
-		if err := work.Finish(res); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fx.finishTasks(t, e.ID, 8, "77")
 	var asked []string
 	for i := 0; i < 2; i++ {
 		fx.now = fx.now.Add(time.Second)

@@ -3,9 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -75,21 +72,8 @@ func TestEscalateRetriesAFailedCancel(t *testing.T) {
 // (never given way, never cancelled), and the two control files send its
 // agent back and forth without taking a task.
 func TestMovePilotBack(t *testing.T) {
-	fx := newFixture(t)
-	thesis := func(e *spool.Entry, _ *QJob) { e.Mode = "thesis" }
-	ea, eb := fx.submit(t, 2, thesis), fx.submit(t, 5, thesis)
-	if st := fx.round(t); st.Accepted != 2 {
-		t.Fatalf("intake: %+v", st)
-	}
-	na, nb := spool.RecordName(fx.uid, ea.ID), spool.RecordName(fx.uid, eb.ID)
-	rs, err := fx.s.OpenRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	sl := &benchCluster{nodes: 4, pilots: map[string]string{"p1": "n1"}}
-	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: policy.DefaultConfig(), HeartbeatTimeout: time.Hour},
-		fx.in, rs, sl, sl, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	fx, pl := newPool(t, map[string]string{"p1": "n1"})
+	na, nb, rs, sl, x := pl.na, pl.nb, pl.rs, pl.sl, pl.newX()
 	ra, rb := fx.in.Get(na), fx.in.Get(nb)
 	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
 	if err := rs.Put(ra); err != nil {
@@ -130,17 +114,7 @@ func TestFinishRetriesAFailedPilotCancel(t *testing.T) {
 	if n := len(fx.record(e).PilotJobs); n == 0 {
 		t.Fatal("no pilots submitted")
 	}
-	work, err := fx.s.OpenWork(fx.uid, e.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 8; i++ {
-		r := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "77", Node: "n1", Outcome: spool.OutcomeExited,
-			Start: fx.now.Add(-time.Second), End: fx.now}
-		if err := work.Finish(r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fx.finishTasks(t, e.ID, 8, "77")
 	act.fail = true
 	fx.now = fx.now.Add(time.Second)
 	_, helper := m.round(t, fx.in, x)

@@ -310,17 +310,7 @@ func TestRoundCallsSlurmOnce(t *testing.T) {
 	// All tasks done: the job ends, its pending shadow elements are
 	// cancelled once, its anchor released once (later rounds follow its
 	// running pilot until it leaves).
-	work, err := fx.s.OpenWork(fx.uid, e.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 40; i++ {
-		r := spool.Result{Task: i, Attempt: fmt.Sprintf("a%d", i), Pilot: "5001", Node: "n1", Outcome: spool.OutcomeExited,
-			Start: fx.now.Add(-time.Second), End: fx.now}
-		if err := work.Finish(r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fx.finishTasks(t, e.ID, 40, "5001")
 	fx.now = fx.now.Add(time.Second)
 	calls, helper = m.round(t, fx.in, x)
 	if fmt.Sprint(calls) != fmt.Sprint(once) {

@@ -132,7 +132,7 @@ type PilotJob struct {
 	// Signalled: when glean gave way by sending TERM to the running
 	// pilot's agent alone (it stops its tasks within the grace and
 	// exits); Killed: glean scancelled it after that (it was still there
-	// after the grace).
+	// after the grace), or scancelled it because its job ended.
 	Signalled time.Time `json:"signalled,omitzero"`
 	Killed    bool      `json:"killed,omitempty"`
 }

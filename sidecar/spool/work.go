@@ -375,8 +375,7 @@ func (w *Work) removeLease(task int, attempt string) error {
 	if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
 		data, rerr := io.ReadAll(io.LimitReader(f, maxTaskFileBytes))
 		f.Close()
-		var l Lease
-		if rerr == nil && json.Unmarshal(data, &l) == nil && l.Attempt != attempt {
+		if rerr == nil && otherAttempt(data, attempt) {
 			return nil
 		}
 	}
@@ -640,32 +639,29 @@ func decodeResult(name string, data []byte, r *Result) error {
 // (the task was leased again since the caller read it).
 func (s *Spool) RemoveLease(uid int, id string, task int, attempt string) error {
 	name := strconv.Itoa(task)
+	var keep func(*os.File) bool
 	if attempt != "" {
-		dir, err := s.openWork(uid, id)
-		if err != nil {
-			return err
-		}
-		defer dir.Close()
-		d, err := openOwnedDir(dir, LeasesDir, uid)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		if data, err := readOwned(d, name, uid, maxTaskFileBytes); err == nil {
-			var l Lease
-			if json.Unmarshal(data, &l) == nil && l.Attempt != attempt {
-				return nil
-			}
+		keep = func(d *os.File) bool {
+			data, err := readOwned(d, name, uid, maxTaskFileBytes)
+			return err == nil && otherAttempt(data, attempt)
 		}
 	}
-	return s.removeWork(uid, id, LeasesDir, name)
+	return s.removeWork(uid, id, LeasesDir, name, keep)
 }
 
 func (s *Spool) RemoveResult(uid int, id string, name string) error {
-	return s.removeWork(uid, id, ResultsDir, name)
+	return s.removeWork(uid, id, ResultsDir, name, nil)
 }
 
-func (s *Spool) removeWork(uid int, id, sub, name string) error {
+// otherAttempt reports whether lease data names an attempt other than
+// attempt (a lease that does not parse names none).
+func otherAttempt(data []byte, attempt string) bool {
+	var l Lease
+	return json.Unmarshal(data, &l) == nil && l.Attempt != attempt
+}
+
+// removeWork unlinks sub/name unless keep (given the directory) says not.
+func (s *Spool) removeWork(uid int, id, sub, name string, keep func(*os.File) bool) error {
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return fmt.Errorf("spool: bad name %q", clip(name))
 	}
@@ -679,6 +675,9 @@ func (s *Spool) removeWork(uid int, id, sub, name string) error {
 		return err
 	}
 	defer d.Close()
+	if keep != nil && keep(d) {
+		return nil
+	}
 	err = syscall.Unlinkat(int(d.Fd()), name)
 	if errors.Is(err, syscall.ENOENT) {
 		return nil

@@ -12,27 +12,7 @@ import (
 // SyncLease makes it durable, and is no error once the task's result
 // removed it.
 func TestTakeSyncLater(t *testing.T) {
-	sp := &Spool{Dir: filepath.Join(t.TempDir(), "spool")}
-	rs, err := sp.Init(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	uid, id := os.Getuid(), NewID(time.Now())
-	rec := &Record{ID: id, UID: uid, State: StateQueued}
-	if err := rs.Put(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := rs.Journal(rec, Event{Time: time.Now(), Event: "accepted"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sp.EnsureUserDirs(uid); err != nil {
-		t.Fatal(err)
-	}
-	w, err := sp.OpenWork(uid, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, _, w := newWork(t)
 	w.SyncLater = true
 	task, err := w.Take([]int{0, 1}, Lease{Attempt: "a1", Pilot: "7", Node: "n1"})
 	if err != nil || task != 0 {
@@ -59,27 +39,7 @@ func TestTakeSyncLater(t *testing.T) {
 // result nor the daemon's removal of the dead lease it read takes the new
 // lease away (a third agent would run the task again).
 func TestLeaseRemovedOnlyByItsAttempt(t *testing.T) {
-	sp := &Spool{Dir: filepath.Join(t.TempDir(), "spool")}
-	rs, err := sp.Init(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	uid, id := os.Getuid(), NewID(time.Now())
-	rec := &Record{ID: id, UID: uid, State: StateQueued}
-	if err := rs.Put(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := rs.Journal(rec, Event{Time: time.Now(), Event: "accepted"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sp.EnsureUserDirs(uid); err != nil {
-		t.Fatal(err)
-	}
-	w, err := sp.OpenWork(uid, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp, uid, id, w := newWork(t)
 	if _, err := w.Take([]int{0}, Lease{Attempt: "old", Pilot: "7"}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,4 +72,30 @@ func TestLeaseRemovedOnlyByItsAttempt(t *testing.T) {
 	if _, err := os.Stat(w.LeasePath(0)); !os.IsNotExist(err) {
 		t.Errorf("the new attempt's own result left its lease: %v", err)
 	}
+}
+
+// newWork is a queued job's record and its work directory, the caller's own.
+func newWork(t *testing.T) (sp *Spool, uid int, id string, w *Work) {
+	t.Helper()
+	sp = &Spool{Dir: filepath.Join(t.TempDir(), "spool")}
+	rs, err := sp.Init(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	uid, id = os.Getuid(), NewID(time.Now())
+	rec := &Record{ID: id, UID: uid, State: StateQueued}
+	if err := rs.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Journal(rec, Event{Time: time.Now(), Event: "accepted"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.EnsureUserDirs(uid); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = sp.OpenWork(uid, id); err != nil {
+		t.Fatal(err)
+	}
+	return sp, uid, id, w
 }
