@@ -78,6 +78,11 @@ type Agent struct {
 
 	moveTo string // the job (<uid>.<id>) the daemon moved this pilot to (move.go)
 
+	// A shadow element with nothing to take stands by for a task a pilot
+	// runs (spool.Work.Standby): standby is that task, -1 for none.
+	standby int
+	stoodBy bool
+
 	lim     Limits // what the agent knows of its allocation so far
 	learned chan learnt
 	// agentAlone: the TERM that stops the agent went to it alone (glean's
@@ -145,7 +150,7 @@ func New(job *Job, work *spool.Work, opt Options) *Agent {
 	}
 	work.SyncLater = true // dispatch starts the task, then makes its lease durable
 	return &Agent{opt: opt, job: job, work: work, order: job.Order(), demand: TaskDemand(job.Entry.Resources),
-		running: map[int]*proc{}, done: make(chan exited, maxDone), wrote: make(chan struct{}, 1), hist: newHistory(),
+		running: map[int]*proc{}, done: make(chan exited, maxDone), standby: -1, wrote: make(chan struct{}, 1), hist: newHistory(),
 		lim: Limits{End: opt.End, KillWait: opt.KillWait}, learned: make(chan learnt, 1)}
 }
 
@@ -160,6 +165,7 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 		return EndFailed, fmt.Errorf("private copy of the job script: %w", err)
 	}
 	defer cleanup()
+	defer a.dropStandby()
 	a.script = path
 	a.ctx = ctx
 	log := a.opt.Log
@@ -226,6 +232,11 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			if why == EndNoTime {
 				return a.end(EndNoTime), nil
 			}
+			if a.opt.Shadow && !a.retiring && a.standingBy(now) {
+				idleSince, first = time.Time{}, false
+				a.wait(ctx, tick)
+				continue
+			}
 			if first && a.opt.Shadow && a.taken == 0 {
 				return a.end(EndNoWork), nil
 			}
@@ -239,19 +250,65 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			}
 		} else {
 			idleSince = time.Time{}
+			a.dropStandby()
 		}
 		first = false
+		a.wait(ctx, tick)
+	}
+}
 
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		case e := <-a.done:
-			a.awaitTerm(e)
-			a.finish(e)
-		case <-a.wrote:
-		case l := <-a.learned:
-			a.learn(l)
+// wait is the loop's wait for the next thing to do.
+func (a *Agent) wait(ctx context.Context, tick *time.Ticker) {
+	select {
+	case <-ctx.Done():
+	case <-tick.C:
+	case e := <-a.done:
+		a.awaitTerm(e)
+		a.finish(e)
+	case <-a.wrote:
+	case l := <-a.learned:
+		a.learn(l)
+	}
+}
+
+// standingBy reports whether a shadow element with nothing to take stays:
+// it stands by for a task a pilot runs while a task would still fit in its
+// time, and takes the task if the pilot hands it back (gives way). Plain
+// Slurm would have run the task on the job's own array; without this, the
+// job could end later than it would have without glean.
+func (a *Agent) standingBy(now time.Time) bool {
+	if a.standby >= 0 {
+		if a.work.KeepStandby(a.standby, a.opt.Pilot, now) {
+			return true
 		}
+		a.standby = -1
+		// Its task ended or came back: take it if it is there.
+		if _, err := a.dispatch(now); err != nil {
+			a.opt.Log.Error("taking a task", "err", err)
+		}
+		if len(a.running) > 0 {
+			return true
+		}
+	}
+	if !Fits(now, a.lim.End, a.opt.Grace, Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)) {
+		return false
+	}
+	t, err := a.work.Standby(a.opt.Pilot, now, a.opt.Idle)
+	if err != nil {
+		if !errors.Is(err, spool.ErrNoTask) {
+			a.opt.Log.Warn("standing by", "err", err)
+		}
+		return false
+	}
+	a.standby, a.stoodBy = t, true
+	a.opt.Log.Info("standing by for a task a pilot runs", "task", t)
+	return true
+}
+
+func (a *Agent) dropStandby() {
+	if a.standby >= 0 {
+		a.work.DropStandby(a.standby, a.opt.Pilot)
+		a.standby = -1
 	}
 }
 
@@ -286,7 +343,7 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 		est := Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)
 		// A shadow element is the plain array element: its first task runs
 		// whatever its time limit (the task's own -t).
-		if !(a.opt.Shadow && a.taken == 0) && !Fits(now, a.lim.End, a.opt.Grace, est) {
+		if !(a.opt.Shadow && a.taken == 0 && !a.stoodBy) && !Fits(now, a.lim.End, a.opt.Grace, est) {
 			return EndNoTime, nil
 		}
 		if t := a.throttle(); t > 0 {
@@ -295,7 +352,7 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 			}
 		}
 		attempt := newAttempt()
-		task, err := a.work.Take(a.order, spool.Lease{Attempt: attempt, Pilot: a.opt.Pilot, Node: a.opt.Node,
+		task, err := a.work.Take(a.order, spool.Lease{Attempt: attempt, Pilot: a.opt.Pilot, Shadow: a.opt.Shadow, Node: a.opt.Node,
 			PID: os.Getpid(), Started: now})
 		if errors.Is(err, spool.ErrNoTask) {
 			return endNone, nil

@@ -279,12 +279,12 @@ while [ ! -e "$DIR/go" ]; do sleep 0.01; done
 	}
 }
 
-// A shadow element that finds nothing to take exits at once; a pilot
-// waits for the idle timeout.
+// A shadow element that finds nothing to take, and no pilot's task to
+// stand by for, exits at once; a pilot waits for the idle timeout.
 func TestShadowExitsWithoutWork(t *testing.T) {
 	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
-	// The one task is in flight elsewhere: its lease exists.
-	if _, err := f.work().Take([]int{0}, spool.Lease{Attempt: "x", Pilot: "1"}); err != nil {
+	// The one task is in flight on another shadow element: its lease exists.
+	if _, err := f.work().Take([]int{0}, spool.Lease{Attempt: "x", Pilot: "1", Shadow: true}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -530,6 +530,9 @@ func (d *driver) onPass(now time.Duration, s *State) {
 		if ej.baseStarted && !ej.baseEnded {
 			for _, w := range ej.baseWorkers {
 				d.advance(w, now)
+				if w.task < 0 && !w.released {
+					d.pull(w, now) // a task a pilot handed back
+				}
 			}
 		}
 	}
@@ -559,18 +562,32 @@ func (d *driver) onPass(now time.Duration, s *State) {
 
 	// Holders with nothing left to do leave now; a base whose work ran
 	// out on some of its nodes gives those back (Slurm shrinks a running
-	// job: scontrol update JobId= NodeList=).
+	// job: scontrol update JobId= NodeList=). Not while a pilot runs one
+	// of its tasks: a pilot that gives way hands its task back, and
+	// without the base nobody might run it before the job would have
+	// ended without glean (a shadow element waits the same way).
+	onPilots := map[*ejob]int{}
+	for _, p := range d.pilots {
+		if p.state == pRunning && p.w.task >= 0 {
+			onPilots[p.w.ej]++
+		}
+	}
 	for _, ej := range d.jobs {
 		if ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0 {
 			idle := true
 			for _, w := range ej.baseWorkers {
 				idle = idle && (w.task < 0 || w.released)
 			}
-			if idle {
+			keep := onPilots[ej]
+			if idle && keep == 0 {
 				s.reschedule(ej.base, now)
 				continue
 			}
 			for _, w := range ej.baseWorkers {
+				if w.task < 0 && !w.released && keep > 0 {
+					keep--
+					continue
+				}
 				if w.task < 0 && !w.released {
 					w.released, w.noMoreWork = true, true
 					s.shrink(ej.base, w.node)

@@ -429,3 +429,46 @@ func TestElasticBaseShrinks(t *testing.T) {
 		t.Errorf("base node time %v, want %v", nt, want)
 	}
 }
+
+// TestElasticTailGiveWay: a fair job whose last tasks all run on pilots
+// when its base has nothing left to take still finishes no later than
+// under SLURM-only (beyond the give-way latency) when those pilots give way
+// to a pending job: the base stays to take the tasks handed back.
+func TestElasticTailGiveWay(t *testing.T) {
+	// 4 nodes. R0 holds 2 for 5 min; the base (2 nodes, 8 tasks of 10
+	// min) starts at 0, pilots on R0's nodes from about 5 min. At 20 min
+	// the base's four tasks are done and the pool is empty: the last two
+	// run on the pilots until about 25 min. R (4 nodes, 2 h) arrives at 19
+	// min; without glean it waits for the base's end at 40 min.
+	r0 := workload.Job{Nodes: 2, Run: 5 * time.Minute, Kind: workload.Regular}
+	cal := workload.Job{Nodes: 2, Run: 40 * time.Minute, Limit: 80 * time.Minute, Kind: workload.Calibration}
+	r := workload.Job{Nodes: 4, Run: 2 * time.Hour, Submit: 19 * time.Minute, Kind: workload.Regular}
+	w := tiny(r0, cal, r)
+	cfg := elasticCfg(FairMode)
+	cfg.Tasks = 8
+	ref := cfg
+	ref.Mode = SlurmOnly
+	base, err := RunElastic(w, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := RunElastic(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkElastic(t, w, got)
+	mb, mg := ComputeMetrics(base), ComputeMetrics(got)
+	latency := got.Policy.Grace + got.KillWait + got.Cycle
+	want, fin := mb.Calibration[0].Finish, mg.Calibration[0].Finish
+	if fin > want+latency {
+		t.Errorf("calibration job finishes at %v, %v later than under SLURM-only (%v); allowed %v", fin, fin-want, want, latency)
+	}
+	if mg.Pilots == 0 {
+		t.Errorf("no pilot started")
+	}
+	rs, rsBase := got.Sched.Jobs[2].Start, base.Sched.Jobs[2].Start
+	if rs > rsBase+latency {
+		t.Errorf("R starts at %v, under SLURM-only at %v", rs, rsBase)
+	}
+	t.Logf("finish %v (SLURM-only %v), R starts %v (SLURM-only %v), pilots %d", fin, want, rs, rsBase, mg.Pilots)
+}

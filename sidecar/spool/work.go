@@ -51,6 +51,7 @@ const (
 	LeasesDir   = "leases"
 	ResultsDir  = "results"
 	LogsDir     = "logs"
+	StandbyDir  = "standby"
 	ControlFile = "control.json"
 )
 
@@ -64,6 +65,7 @@ type Lease struct {
 	Task    int       `json:"task"`
 	Attempt string    `json:"attempt"`
 	Pilot   string    `json:"pilot"` // SLURM_JOB_ID of the pilot or shadow element
+	Shadow  bool      `json:"shadow,omitempty"` // taken by a shadow element, not a pilot
 	Node    string    `json:"node"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
@@ -235,7 +237,7 @@ func (s *Spool) OpenWork(uid int, id string) (*Work, error) {
 	}
 	top := filepath.Join(s.UserDir(uid), WorkDir)
 	dir := filepath.Join(top, id)
-	for _, d := range []string{top, dir, filepath.Join(dir, LeasesDir), filepath.Join(dir, ResultsDir), filepath.Join(dir, LogsDir)} {
+	for _, d := range []string{top, dir, filepath.Join(dir, LeasesDir), filepath.Join(dir, ResultsDir), filepath.Join(dir, LogsDir), filepath.Join(dir, StandbyDir)} {
 		if err := mkdirExact(d, 0o2770); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("spool: create %s: %w", d, err)
 		}

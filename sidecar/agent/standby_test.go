@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/glean-hpc/glean/sidecar/spool"
+)
+
+// A shadow element that finds every task left running on pilots stands by
+// for one of them (one element per task), and when that pilot hands its
+// task back (gives way), takes and runs it: the job does not wait for new
+// pilots, as it would not have without glean.
+func TestShadowStandsByForAPilotsTask(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\necho ran on $SLURM_JOB_ID\n", nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	f.commit(ctx, &wg)
+	w := f.work()
+	if _, err := w.Take([]int{0}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	shadow := runAgent(t, context.Background(), f.agent("21", 1, func(o *Options) { o.Shadow = true }))
+	claim := filepath.Join(w.Dir, spool.StandbyDir, "0")
+	waitFor(t, "the element's standby claim on task 0", func() bool {
+		data, err := os.ReadFile(claim)
+		return err == nil && string(data) == "21"
+	})
+	// A second element finds the one pilot task claimed: nothing to wait for.
+	if why := runAgent(t, context.Background(), f.agent("22", 1, func(o *Options) { o.Shadow = true }))(); why != EndNoWork {
+		t.Errorf("second element ended %q, want %q", why, EndNoWork)
+	}
+	// The pilot gives way: its attempt is handed back.
+	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeHandedBack}); err != nil {
+		t.Fatal(err)
+	}
+	if why := shadow(); why != EndFinished {
+		t.Errorf("standing element ended %q, want %q", why, EndFinished)
+	}
+	runs := 0
+	for _, ev := range f.events() {
+		if ev.Reason == spool.ReasonCompleted {
+			runs++
+			if ev.Pilot != "21" {
+				t.Errorf("task completed on %q, want the standing element 21", ev.Pilot)
+			}
+		}
+	}
+	if runs != 1 {
+		t.Errorf("%d completed runs, want 1: %+v", runs, f.events())
+	}
+	if _, err := os.Stat(claim); !os.IsNotExist(err) {
+		t.Errorf("standby claim left behind: %v", err)
+	}
+}
+
+// When the pilot completes the task instead, the standing element ends
+// without running anything.
+func TestShadowStandbyEndsWithThePilotsTask(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	f.commit(ctx, &wg)
+	w := f.work()
+	if _, err := w.Take([]int{0}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	shadow := runAgent(t, context.Background(), f.agent("23", 1, func(o *Options) { o.Shadow = true }))
+	waitFor(t, "the standby claim", func() bool {
+		_, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, "0"))
+		return err == nil
+	})
+	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	if why := shadow(); why != EndFinished && why != EndIdle {
+		t.Errorf("standing element ended %q, want %q or %q", why, EndFinished, EndIdle)
+	}
+	for _, ev := range f.events() {
+		if ev.Pilot == "23" {
+			t.Errorf("the standing element ran task %d", ev.Index)
+		}
+	}
+}
