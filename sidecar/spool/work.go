@@ -64,7 +64,7 @@ type Lease struct {
 	Version int       `json:"version"`
 	Task    int       `json:"task"`
 	Attempt string    `json:"attempt"`
-	Pilot   string    `json:"pilot"` // SLURM_JOB_ID of the pilot or shadow element
+	Pilot   string    `json:"pilot"`            // SLURM_JOB_ID of the pilot or shadow element
 	Shadow  bool      `json:"shadow,omitempty"` // taken by a shadow element, not a pilot
 	Node    string    `json:"node"`
 	PID     int       `json:"pid"`
