@@ -81,7 +81,6 @@ type Agent struct {
 	// A shadow element with nothing to take stands by for a task a pilot
 	// runs (spool.Work.Standby): standby is that task, -1 for none.
 	standby int
-	stoodBy bool
 
 	lim     Limits // what the agent knows of its allocation so far
 	learned chan learnt
@@ -272,8 +271,9 @@ func (a *Agent) wait(ctx context.Context, tick *time.Ticker) {
 }
 
 // standingBy reports whether a shadow element with nothing to take stays:
-// it stands by for a task a pilot runs while a task would still fit in its
-// time, and takes the task if the pilot hands it back (gives way). Plain
+// it stands by for a task a pilot runs (while a task would still fit in
+// its time, once it ran one), and takes the task if the pilot hands it
+// back (gives way). Plain
 // Slurm would have run the task on the job's own array; without this, the
 // job could end later than it would have without glean.
 func (a *Agent) standingBy(now time.Time) bool {
@@ -290,7 +290,9 @@ func (a *Agent) standingBy(now time.Time) bool {
 			return true
 		}
 	}
-	if !Fits(now, a.lim.End, a.opt.Grace, Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)) {
+	// An element that ran nothing yet stands by whatever its time left, as
+	// its first task runs whatever it (the plain element would have run it).
+	if a.taken > 0 && !Fits(now, a.lim.End, a.opt.Grace, Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)) {
 		return false
 	}
 	t, err := a.work.Standby(a.opt.Pilot, now, a.opt.Idle)
@@ -300,7 +302,7 @@ func (a *Agent) standingBy(now time.Time) bool {
 		}
 		return false
 	}
-	a.standby, a.stoodBy = t, true
+	a.standby = t
 	a.opt.Log.Info("standing by for a task a pilot runs", "task", t)
 	return true
 }
@@ -343,7 +345,7 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 		est := Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)
 		// A shadow element is the plain array element: its first task runs
 		// whatever its time limit (the task's own -t).
-		if !(a.opt.Shadow && a.taken == 0 && !a.stoodBy) && !Fits(now, a.lim.End, a.opt.Grace, est) {
+		if !(a.opt.Shadow && a.taken == 0) && !Fits(now, a.lim.End, a.opt.Grace, est) {
 			return EndNoTime, nil
 		}
 		if t := a.throttle(); t > 0 {

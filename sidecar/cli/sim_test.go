@@ -80,7 +80,7 @@ func TestSimFlags(t *testing.T) {
 		{name: "nodes", args: []string{"--mode", "slurm", "--nodes", "16", "--json"}, jsonNode: 16, noErr: "machine's size"},
 		{name: "nodes too few", args: []string{"--mode", "slurm", "--nodes", "8"}, code: 1,
 			errs: []string{hist + ":4: job 104 needs 10 nodes, more than the machine's 8; give the machine's node count with --nodes"}},
-		{name: "easy", args: []string{"--mode", "slurm", "--nodes", "16", "--scheduler", "easy"}, out: []string{"scheduler: easy"}},
+		{name: "easy", args: []string{"--mode", "slurm", "--nodes", "16", "--scheduler", "easy"}, out: []string{"scheduler: easy", "Table 5.2: no calibration jobs in this workload"}},
 		{name: "conservative", args: []string{"--mode", "slurm", "--nodes", "16", "--scheduler", "conservative"}, out: []string{"scheduler: conservative"}},
 		{name: "easy needs mode slurm", args: []string{"--scheduler", "easy"}, code: 2, errs: []string{"--scheduler easy runs only --mode slurm"}},
 		{name: "easy without backlog", args: []string{"--mode", "slurm", "--scheduler", "fcfs", "--backlog", "10m"}, code: 2, errs: []string{"without --backlog"}},

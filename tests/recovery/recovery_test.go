@@ -271,7 +271,10 @@ func fpCases() []fpCase {
 		{point: "lost/journaled", script: slow, after: killPilot},
 		{point: "pilot/intent-recorded"},
 		{point: "pilot/submitted"},
-		{point: "cancel/recorded", tasks: 40},
+		// 5-s tasks: 8 of the 24 pilots find nothing left while 16 run
+		// their second task, for several rounds (with 1-s tasks the job
+		// could end before a round saw them idle).
+		{point: "cancel/recorded", script: "mid.sh", tasks: 40},
 		{point: "end/put"},
 		{point: "end/recorded"},
 		{point: "end/stop-written"},
@@ -333,8 +336,11 @@ func TestFailpoints(t *testing.T) {
 			if script == "" {
 				script = "task.sh"
 			}
-			if script == "slow.sh" {
+			switch script {
+			case "slow.sh":
 				e.WriteFile(t, script, "#!/bin/sh\nsleep 30\n", 0o755)
+			case "mid.sh":
+				e.WriteFile(t, script, "#!/bin/sh\nsleep 5\n", 0o755)
 			}
 			if tasks == 0 {
 				tasks = 16
