@@ -29,6 +29,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/daemon"
 	"github.com/glean-hpc/glean/sidecar/failpoint"
+	"github.com/glean-hpc/glean/sidecar/metrics"
 	"github.com/glean-hpc/glean/sidecar/privhelper"
 	"github.com/glean-hpc/glean/sidecar/sdnotify"
 	"github.com/glean-hpc/glean/sidecar/slurm"
@@ -169,5 +170,14 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log, Started: started,
 		Notify: sdnotify.Systemd{}, Watchdog: ping,
 		Reload: hup, Reloader: daemon.SelfExec{CheckConfig: func() error { _, _, err := loadConfig(configPath); return err }}}
+	if addr := cfg.Daemon.MetricsListen; addr != "" {
+		ln, err := metrics.Listen(addr)
+		if err != nil {
+			return err
+		}
+		m := metrics.NewDaemon()
+		loop.OnReport = m.Observe
+		go metrics.Serve(ctx, ln, m.Handler(), log)
+	}
 	return loop.Run(ctx)
 }

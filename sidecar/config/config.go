@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -282,6 +283,11 @@ func (c Config) Validate() error {
 	}
 	if c.Daemon.Interval.Duration < 0 || c.Daemon.Rescan.Duration <= 0 {
 		bad("daemon", "interval must not be negative and rescan must be positive")
+	}
+	if a := c.Daemon.MetricsListen; a != "" {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			bad("daemon.metrics_listen", "must be \"\" or host:port (e.g. \"127.0.0.1:9808\"), not %q", a)
+		}
 	}
 	if s := c.Helper.Socket; s != "" && (!filepath.IsAbs(s) || filepath.Clean(s) != s || len(s) > maxSocketPath || filepath.Dir(s) == "/") {
 		bad("helper.socket", "must be \"\" or a clean absolute path under a directory of its own, at most %d bytes, not %q", maxSocketPath, s)

@@ -51,6 +51,8 @@ func TestLoadRejects(t *testing.T) {
 		{"not toml", "[policy\n", "glean.toml"},
 		{"relative helper socket", "[helper]\nsocket = \"run/helper.sock\"\n", "helper.socket"},
 		{"helper socket in /", "[helper]\nsocket = \"/helper.sock\"\n", "helper.socket"},
+		{"metrics address without a port", "[daemon]\nmetrics_listen = \"localhost\"\n", "daemon.metrics_listen"},
+		{"metrics address with an empty port", "[daemon]\nmetrics_listen = \"127.0.0.1:\"\n", "daemon.metrics_listen"},
 		{"attempt cap below the retries", "[limits]\ntask_retries = 5\nmax_attempts = 5\n", "limits.max_attempts"},
 		{"negative waste cap", "[limits]\nmax_waste = \"-1h\"\n", "limits.max_waste"},
 		{"relative checkpoint root", "[checkpoint]\nroot = \"ckpt\"\n", "checkpoint.root"},

@@ -31,8 +31,10 @@ type Loop struct {
 	MinGap  time.Duration
 	Log     *slog.Logger
 	Now     func() time.Time
-	OnRound func(Stats, error) // for tests and metrics; may be nil
+	OnRound func(Stats, error) // for tests; may be nil
 	OnExec  func(ExecStats, error)
+	// OnReport gets every round's outcome (sidecar/metrics); may be nil.
+	OnReport func(RoundReport)
 	// Started is when the process started: the first round logs how long
 	// after it ended (a restart's time to recover).
 	Started time.Time
@@ -204,11 +206,25 @@ func (l *Loop) Run(ctx context.Context) error {
 		if l.OnRound != nil {
 			l.OnRound(st, err)
 		}
+		if l.OnReport != nil {
+			l.OnReport(RoundReport{At: now, Took: l.Now().Sub(now), Intake: st, Exec: xs, SlurmDown: slurmDown,
+				Active: l.Intake.Active()})
+		}
 		if !l.Started.IsZero() {
 			l.Log.Info("first round done", "since_start", l.Now().Sub(l.Started))
 			l.Started = time.Time{}
 		}
 	}
+}
+
+// RoundReport is one round's outcome.
+type RoundReport struct {
+	At        time.Time
+	Took      time.Duration
+	Intake    Stats
+	Exec      ExecStats
+	SlurmDown bool // Slurm did not answer (whole): the loop backs off
+	Active    int  // elastic jobs not ended
 }
 
 // backoff spaces the rounds while Slurm does not answer: one interval,

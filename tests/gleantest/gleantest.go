@@ -71,6 +71,8 @@ type Options struct {
 	NoWatch bool
 	// AllowThesis sets policy.allow_thesis (mode=thesis is admin-only).
 	AllowThesis bool
+	// MetricsListen sets daemon.metrics_listen (host:port).
+	MetricsListen string
 }
 
 // RepoRoot is the checkout's top directory.
@@ -171,11 +173,12 @@ max_tasks_per_job = 200000
 rescan = "1s"
 watch = %v
 heartbeat_timeout = "20s"
+metrics_listen = %q
 [helper]
 socket = %q
 agent = %q
 pilot_script = %q
-%s`, e.Spool, opt.Grace, margin, !opt.NoWatch, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
+%s`, e.Spool, opt.Grace, margin, !opt.NoWatch, opt.MetricsListen, e.Helper, filepath.Join(e.Bin, "glean-agent"), filepath.Join(dir, "libexec", "pilot.sh"), opt.Extra)
 	if err := os.WriteFile(e.Config, []byte(text), 0o644); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,12 @@
 package packaging
 
 import (
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +24,8 @@ import (
 // backs off (the largest gap between pings then stays far below
 // WatchdogSec=5min's bound, daemon.WorstRound), STOPPING=1 on SIGTERM.
 func TestGleandNotifiesSystemd(t *testing.T) {
-	cl, e, msgs := gleandUnderSystemd(t, 4)
+	metricsAddr := freeAddr(t)
+	cl, e, msgs := gleandUnderSystemd(t, 4, gleantest.Options{MetricsListen: metricsAddr})
 	defer e.Stop()
 	started := time.Now()
 	e.Start(t)
@@ -63,9 +68,19 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
 	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
 	until("1 jobs active", time.Minute)
+	// daemon.metrics_listen: the same rounds, counted for Prometheus.
+	body := scrape(t, metricsAddr)
+	for _, want := range []string{`glean_entries_total{outcome="accepted"} 1`, "glean_jobs_active 1", "glean_slurm_down 0"} {
+		if !slices.Contains(strings.Split(body, "\n"), want) {
+			t.Errorf("no line %q in the metrics:\n%s", want, body)
+		}
+	}
 	restart := cl.Outage(t)
 	down := time.Now()
 	status, _ := until("STATUS=Slurm not answering", time.Minute)
+	if body := scrape(t, metricsAddr); !slices.Contains(strings.Split(body, "\n"), "glean_slurm_down 1") {
+		t.Errorf("slurmctld stopped, and the metrics say:\n%s", body)
+	}
 	t.Logf("%v after slurmctld stopped: %q", time.Since(down).Round(time.Millisecond), status)
 	pings := 0
 	var gap time.Duration
@@ -92,10 +107,10 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 // installation whose gleand (started by the caller, stopped by it too)
 // gets a $NOTIFY_SOCKET and WATCHDOG_USEC=2s as systemd would give it; the
 // channel has what gleand sends there.
-func gleandUnderSystemd(t *testing.T, nodes int) (*slurmtest.Cluster, *gleantest.Env, <-chan sdnotifytest.Message) {
+func gleandUnderSystemd(t *testing.T, nodes int, opt gleantest.Options) (*slurmtest.Cluster, *gleantest.Env, <-chan sdnotifytest.Message) {
 	t.Helper()
 	cl := slurmtest.Start(t, slurmtest.Options{Nodes: nodes})
-	e, err := gleantest.New(cl, gleantest.Options{})
+	e, err := gleantest.New(cl, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,4 +128,30 @@ func gleandUnderSystemd(t *testing.T, nodes int) (*slurmtest.Cluster, *gleantest
 	msgs := sdnotifytest.Listen(t, sock)
 	e.DaemonEnv = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=2000000"}
 	return cl, e, msgs
+}
+
+// freeAddr is a loopback host:port that nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// scrape reads gleand's /metrics.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping gleand's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scraping gleand's metrics: %s %v", resp.Status, err)
+	}
+	return string(body)
 }

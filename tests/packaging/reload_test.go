@@ -48,7 +48,7 @@ func nextNotify(t *testing.T, e *gleantest.Env, msgs <-chan sdnotifytest.Message
 // running with the old one, and STATUS= says so; the unit's first
 // ExecReload (-check-config) fails on that file naming it.
 func TestGleandReload(t *testing.T) {
-	cl, e, msgs := gleandUnderSystemd(t, 2)
+	cl, e, msgs := gleandUnderSystemd(t, 2, gleantest.Options{})
 	defer e.Stop()
 	e.Start(t)
 	nextNotify(t, e, msgs, "READY=1", "", time.Minute)

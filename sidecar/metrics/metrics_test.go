@@ -1,0 +1,79 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/daemon"
+)
+
+// Two rounds observed, then scraped over HTTP: counters add up, gauges
+// hold the last round's values.
+func TestScrape(t *testing.T) {
+	m := NewDaemon()
+	at := time.Unix(1700000000, 0)
+	m.Observe(daemon.RoundReport{At: at, Took: 20 * time.Millisecond, Intake: daemon.Stats{Accepted: 2, Rejected: 1},
+		Exec: daemon.ExecStats{Committed: 5, Submitted: 3}, Active: 2})
+	m.Observe(daemon.RoundReport{At: at.Add(time.Second), Took: 2 * time.Second, Exec: daemon.ExecStats{Committed: 4, Cancelled: 1, Lost: 1, Ended: 1},
+		SlurmDown: true, Active: 1})
+
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Serve(ctx, ln, m.Handler(), slog.New(slog.DiscardHandler)); close(done) }()
+	defer func() { cancel(); <-done }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %s", resp.Status)
+	}
+	for _, want := range []string{
+		"glean_rounds_total 2",
+		`glean_entries_total{outcome="accepted"} 2`,
+		`glean_entries_total{outcome="rejected"} 1`,
+		`glean_tasks_total{outcome="committed"} 9`,
+		`glean_tasks_total{outcome="lost"} 1`,
+		`glean_pilots_total{action="submitted"} 3`,
+		`glean_pilots_total{action="cancelled"} 1`,
+		`glean_pilots_total{action="retired"} 0`,
+		`glean_jobs_ended_total{how="ended"} 1`,
+		"glean_jobs_active 1",
+		"glean_slurm_down 1",
+		"glean_last_round_timestamp_seconds 1.700000001e+09",
+		"glean_round_duration_seconds_count 2",
+		`glean_round_duration_seconds_bucket{le="0.03"} 1`,
+		"go_goroutines",
+		"process_resident_memory_bytes",
+	} {
+		if !slices.ContainsFunc(strings.Split(string(body), "\n"), func(l string) bool { return l == want || strings.HasPrefix(l, want+" ") }) {
+			t.Errorf("no line %q in:\n%s", want, body)
+		}
+	}
+}
+
+// A taken or malformed address fails at once, naming the key.
+func TestListenError(t *testing.T) {
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, addr := range []string{ln.Addr().String(), "nohost:notaport"} {
+		if _, err := Listen(addr); err == nil || !strings.Contains(err.Error(), "daemon.metrics_listen") {
+			t.Errorf("Listen(%q): %v, want an error naming daemon.metrics_listen", addr, err)
+		}
+	}
+}
