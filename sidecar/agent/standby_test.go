@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -85,5 +86,51 @@ func TestShadowStandbyEndsWithThePilotsTask(t *testing.T) {
 		if ev.Pilot == "23" {
 			t.Errorf("the standing element ran task %d", ev.Index)
 		}
+	}
+}
+
+// The daemon commits results once a round (one scheduling cycle, 30 s by
+// default): the standing element waits through that, past its idle
+// timeout, and takes the task once the hand-back is committed.
+func TestShadowStandbyWaitsForTheCommit(t *testing.T) {
+	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+	w := f.work()
+	if _, err := w.Take([]int{0}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.agent("24", 1, func(o *Options) { o.Shadow = true })
+	ended := make(chan string, 1)
+	go func() { why, _ := a.Run(context.Background()); ended <- why }()
+	waitFor(t, "the standby claim", func() bool {
+		_, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, "0"))
+		return err == nil
+	})
+	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeHandedBack}); err != nil {
+		t.Fatal(err)
+	}
+	// No daemon yet: the result waits for its commit for 5 idle timeouts.
+	select {
+	case why := <-ended:
+		t.Fatalf("the element ended %q before the hand-back was committed", why)
+	case <-time.After(5 * a.opt.Idle):
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	f.commit(ctx, &wg)
+	select {
+	case why := <-ended:
+		if why != EndFinished {
+			t.Errorf("ended %q, want %q", why, EndFinished)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the element did not end after the commit")
+	}
+	var ran bool
+	for _, ev := range f.events() {
+		ran = ran || ev.Pilot == "24" && ev.Reason == spool.ReasonCompleted
+	}
+	if !ran {
+		t.Errorf("the element did not run the handed-back task: %+v", f.events())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -78,17 +79,29 @@ func (w *Work) Standby(holder string, now time.Time, stale time.Duration) (int, 
 }
 
 // KeepStandby refreshes holder's claim on task and reports whether it
-// stands: the claim is still holder's and a pilot still runs the task. A
-// claim that no longer stands is removed if it is holder's.
+// stands: the claim is still holder's and the pilot's attempt is not over
+// (it runs, or its result awaits the daemon's commit, which may hand the
+// task back). A claim that no longer stands is removed if it is holder's.
 func (w *Work) KeepStandby(task int, holder string, now time.Time) bool {
 	if w.standbyHolder(task) != holder {
 		return false
 	}
-	if !w.pilotLease(task) {
+	if !w.pilotLease(task) && !w.resultPending(task) {
 		w.DropStandby(task, holder)
 		return false
 	}
 	return os.Chtimes(w.standbyPath(task), now, now) == nil
+}
+
+// resultPending reports whether an attempt of task has a result the
+// daemon has not committed yet.
+func (w *Work) resultPending(task int) bool {
+	names, err := readNames(filepath.Join(w.Dir, ResultsDir))
+	if err != nil {
+		return false
+	}
+	prefix := strconv.Itoa(task) + "."
+	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, prefix) })
 }
 
 // DropStandby removes holder's claim on task (not another's).

@@ -3,6 +3,7 @@ package spool
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -45,12 +46,19 @@ func TestStandbyClaims(t *testing.T) {
 	if w.standbyHolder(2) != "e3" {
 		t.Fatal("e2 dropped e3's claim")
 	}
-	// The pilot's attempt ends: the claim no longer stands and is gone.
+	// The pilot's attempt ends: the claim stands while its result awaits
+	// the daemon's commit (which may hand the task back), then is gone.
 	if err := w.Finish(Result{Task: 1, Attempt: "b", Outcome: OutcomeHandedBack}); err != nil {
 		t.Fatal(err)
 	}
+	if !w.KeepStandby(1, "e1", now) {
+		t.Fatal("claim gone while the pilot's result awaits its commit")
+	}
+	if err := os.Remove(filepath.Join(w.Dir, ResultsDir, "1.b")); err != nil { // the daemon committed it
+		t.Fatal(err)
+	}
 	if w.KeepStandby(1, "e1", now) {
-		t.Fatal("claim stands after its task's lease ended")
+		t.Fatal("claim stands after its task's attempt was committed")
 	}
 	if _, err := os.Stat(w.standbyPath(1)); !os.IsNotExist(err) {
 		t.Fatalf("claim on task 1 not removed: %v", err)
