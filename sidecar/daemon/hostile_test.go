@@ -55,13 +55,13 @@ func hostileFixture(t *testing.T) *fixture {
 	}
 	for _, uid := range []int{uidAlice, uidBob} {
 		for _, d := range []string{fx.s.UserDir(uid), filepath.Join(fx.s.UserDir(uid), spool.IncomingDir)} {
-			if err := os.Mkdir(d, 0o2770); err != nil {
+			if err := os.Mkdir(d, 0o770); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Chown(d, uid, -1); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(d, 0o2770); err != nil {
+			if err := os.Chmod(d, 0o770|os.ModeSetgid); err != nil {
 				t.Fatal(err)
 			}
 		}
