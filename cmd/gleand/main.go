@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"os/user"
@@ -167,14 +168,28 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 		log.Warn("WatchdogSec is shorter than a round may legitimately take while Slurm stops answering: raise it in the unit (systemctl edit gleand) or lower slurm.timeout",
 			"watchdog_sec", 2*ping, "worst_round", worst, "slurm_timeout", cfg.Slurm.Timeout.Duration)
 	}
+	var metricsAddr net.Addr // what the re-executed image must be able to listen on again
+	// A reload checks the file as a start would, and that the new image
+	// can listen on its metrics address (it stops if it cannot).
+	check := func() error {
+		c, _, err := loadConfig(configPath)
+		if err != nil {
+			return err
+		}
+		if err := metrics.CheckListen(c.Daemon.MetricsListen, metricsAddr); err != nil {
+			return fmt.Errorf("%s: %w", configPath, err)
+		}
+		return nil
+	}
 	loop := &daemon.Loop{Intake: intake, Exec: exec, Spool: sp, Interval: interval, Rescan: cfg.Daemon.Rescan.Duration, Watch: cfg.Daemon.Watch, Log: log, Started: started,
 		Notify: sdnotify.Systemd{}, Watchdog: ping,
-		Reload: hup, Reloader: daemon.SelfExec{CheckConfig: func() error { _, _, err := loadConfig(configPath); return err }}}
+		Reload: hup, Reloader: daemon.SelfExec{CheckConfig: check}}
 	if addr := cfg.Daemon.MetricsListen; addr != "" {
 		ln, err := metrics.Listen(addr)
 		if err != nil {
 			return err
 		}
+		metricsAddr = ln.Addr()
 		m := metrics.NewDaemon()
 		loop.OnReport = m.Observe
 		go metrics.Serve(ctx, ln, m.Handler(), log)

@@ -117,3 +117,34 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		log.Error("metrics endpoint stopped", "err", err)
 	}
 }
+
+// CheckListen is a reload's check of addr (daemon.metrics_listen in the
+// new file), held the address gleand listens on now (nil: none). The
+// re-executed gleand must listen there or it stops (Listen); gleand's own
+// address is closed by the exec and opened again by the new image, any
+// other is tried now, so that a taken one refuses the reload and gleand
+// runs on with the old configuration.
+func CheckListen(addr string, held net.Addr) error {
+	if addr == "" || sameAddr(addr, held) {
+		return nil
+	}
+	ln, err := Listen(addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+// sameAddr reports whether addr names the TCP address held.
+func sameAddr(addr string, held net.Addr) bool {
+	h, ok := held.(*net.TCPAddr)
+	if !ok || h == nil {
+		return false
+	}
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil || a.Port != h.Port {
+		return false
+	}
+	unspecified := func(ip net.IP) bool { return ip == nil || ip.IsUnspecified() }
+	return a.IP.Equal(h.IP) || unspecified(a.IP) && unspecified(h.IP)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -75,5 +76,48 @@ func TestListenError(t *testing.T) {
 		if _, err := Listen(addr); err == nil || !strings.Contains(err.Error(), "daemon.metrics_listen") {
 			t.Errorf("Listen(%q): %v, want an error naming daemon.metrics_listen", addr, err)
 		}
+	}
+}
+
+// A reload re-execs gleand, whose new image must listen on the new
+// address: the reload's check tries it first (gleand's own address is
+// freed by the exec and is no obstacle), so that a taken one refuses the
+// reload instead of stopping gleand after the re-exec.
+func TestCheckListen(t *testing.T) {
+	held, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	other, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, port, _ := net.SplitHostPort(held.Addr().String())
+	for _, tc := range []struct {
+		name, addr string
+		held       net.Addr
+		ok         bool
+	}{
+		{"none", "", held.Addr(), true},
+		{"gleand's own", held.Addr().String(), held.Addr(), true},
+		{"gleand's own, spelt by name", "localhost:" + port, held.Addr(), true},
+		{"taken by another", other.Addr().String(), held.Addr(), false},
+		{"taken, gleand serving none", other.Addr().String(), nil, false},
+		{"a port that is no number", "127.0.0.1:notaport", held.Addr(), false},
+		{"free", "127.0.0.1:0", held.Addr(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckListen(tc.addr, tc.held)
+			if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "daemon.metrics_listen") {
+				t.Errorf("CheckListen(%q): %v, want ok %v and an error naming daemon.metrics_listen", tc.addr, err, tc.ok)
+			}
+		})
+	}
+	if c, err := net.Dial("tcp", held.Addr().String()); err != nil {
+		t.Errorf("gleand's own listener after the check: %v", err)
+	} else {
+		c.Close()
 	}
 }

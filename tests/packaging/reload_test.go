@@ -1,6 +1,7 @@
 package packaging
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,18 +85,35 @@ func TestGleandReload(t *testing.T) {
 		return time.Now()
 	}
 
+	// A metrics address another process holds: the file is well formed
+	// (-check-config, which cannot tell it from gleand's own, passes it),
+	// but the re-executed gleand could not listen there and would exit.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	const noMetrics = `metrics_listen = ""`
+	if !strings.Contains(string(orig), noMetrics) {
+		t.Fatalf("the test's config has no %s:\n%s", noMetrics, orig)
+	}
 	for _, tc := range []struct {
 		name   string
 		config string
 		valid  bool
+		checks bool   // gleand -check-config passes the file
+		why    string // in the refusal's STATUS=
 		inLog  string // in gleand's log afterwards
 	}{
-		{"changed config: re-exec in place", strings.Replace(string(orig), was, now, 1), true, "rescan=3s"},
-		{"broken config: the old one runs on", strings.Replace(string(orig), was, `rescan = "-3s"`, 1), false, "config reload refused"},
+		{"changed config: re-exec in place", strings.Replace(string(orig), was, now, 1), true, true, "", "rescan=3s"},
+		{"broken config: the old one runs on", strings.Replace(string(orig), was, `rescan = "-3s"`, 1), false, false,
+			"daemon: interval must not be negative and rescan must be positive", "config reload refused"},
+		{"metrics address taken: the old one runs on", strings.Replace(string(orig), noMetrics, `metrics_listen = "`+taken.Addr().String()+`"`, 1),
+			false, true, "daemon.metrics_listen", "config reload refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setConfig(tc.config)
-			if out, err := checkConfig(); (err == nil) != tc.valid || !tc.valid && !strings.Contains(out, e.Config+": daemon: ") {
+			if out, err := checkConfig(); (err == nil) != tc.checks || !tc.checks && !strings.Contains(out, e.Config+": daemon: ") {
 				t.Errorf("gleand -check-config: %v, %q", err, out)
 			}
 			sent := hup()
@@ -115,8 +133,9 @@ func TestGleandReload(t *testing.T) {
 					t.Errorf("a second gleand after the reload: %v, %s", err, out)
 				}
 			} else {
-				m := nextNotify(t, e, msgs, "config reload refused", "RELOADING=1", time.Minute)
-				if !strings.Contains(m.Text, "daemon: interval must not be negative and rescan must be positive") {
+				// (The previous case's refusal is in every STATUS= until this one.)
+				m := nextNotify(t, e, msgs, tc.why, "RELOADING=1", time.Minute)
+				if !strings.Contains(m.Text, "config reload refused") {
 					t.Errorf("the refusal's STATUS= does not say why: %q", m.Text)
 				}
 				// Rounds go on (every 3 s now), their status keeps the note.
