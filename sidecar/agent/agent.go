@@ -231,6 +231,9 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			if why == EndNoTime {
 				return a.end(EndNoTime), nil
 			}
+			if a.notStarted >= maxNotStart {
+				return a.end(EndFailed), errors.New("tasks could not be started; see the results")
+			}
 			if a.opt.Shadow && !a.retiring && a.standingBy(now) {
 				idleSince, first = time.Time{}, false
 				a.wait(ctx, tick)
@@ -238,9 +241,6 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			}
 			if first && a.opt.Shadow && a.taken == 0 {
 				return a.end(EndNoWork), nil
-			}
-			if a.notStarted >= maxNotStart {
-				return a.end(EndFailed), errors.New("tasks could not be started; see the results")
 			}
 			if idleSince.IsZero() {
 				idleSince = now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -132,5 +133,42 @@ func TestShadowStandbyWaitsForTheCommit(t *testing.T) {
 	}
 	if !ran {
 		t.Errorf("the element did not run the handed-back task: %+v", f.events())
+	}
+}
+
+// An element whose tasks cannot be started gives up (EndFailed) as any
+// agent does; it does not stand by for a pilot's task it could not run,
+// holding its node and the one claim a working element would need.
+func TestShadowThatCannotStartTasksDoesNotStandBy(t *testing.T) {
+	f := newFixture(t, maxNotStart+1, "#!/bin/sh\nexit 0\n", nil, func(e *spool.Entry) { e.Output = "/nonexistent/dir/out-%a" })
+	w := f.work()
+	last := maxNotStart
+	if _, err := w.Take([]int{last}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type end struct {
+		why string
+		err error
+	}
+	ended := make(chan end, 1)
+	go func() {
+		why, err := f.agent("25", 1, func(o *Options) { o.Shadow = true }).Run(ctx)
+		ended <- end{why, err}
+	}()
+	var e end
+	select {
+	case e = <-ended:
+	case <-time.After(20 * time.Second):
+		cancel()
+		e = <-ended
+		t.Errorf("the element did not give up within 20 s (it ended %q when stopped)", e.why)
+	}
+	if e.why != EndFailed || e.err == nil {
+		t.Errorf("ended %q, %v; want %q and an error", e.why, e.err, EndFailed)
+	}
+	if _, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, strconv.Itoa(last))); !os.IsNotExist(err) {
+		t.Errorf("a standby claim on the pilot's task is left: %v", err)
 	}
 }
