@@ -20,7 +20,7 @@ import (
 
 // Options configure one agent.
 type Options struct {
-	Shadow   bool          // a shadow-array element: exit at once if the first take finds nothing
+	Shadow   bool          // a shadow-array element: exit once there is nothing to take or stand by for
 	Pilot    string        // SLURM_JOB_ID of this pilot or shadow element (results, %j, retire)
 	Node     string        // this node's short name (results, %N)
 	Env      []string      // the agent's own environment (the pilot's SLURM_* variables)
@@ -104,7 +104,7 @@ type learnt struct {
 const (
 	EndFinished = "job finished" // nothing remains on the record
 	EndIdle     = "idle"         // nothing to take for the idle timeout
-	EndNoWork   = "no work"      // shadow element: nothing to take at start
+	EndNoWork   = "no work"      // shadow element: nothing to take or stand by for
 	EndNoTime   = "no time"      // no task fits before the allocation's end
 	EndRetired  = "retired"      // the daemon asked this pilot to retire
 	EndMoved    = "moved"        // the daemon moved this pilot to another job of the owner: MovedTo
@@ -188,7 +188,6 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 	tick := time.NewTicker(a.opt.Poll)
 	defer tick.Stop()
 	var idleSince time.Time
-	first := true
 	for {
 		now := a.opt.Now()
 		if ctx.Err() != nil {
@@ -235,11 +234,15 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 				return a.end(EndFailed), errors.New("tasks could not be started; see the results")
 			}
 			if a.opt.Shadow && !a.retiring && a.standingBy(now) {
-				idleSince, first = time.Time{}, false
+				idleSince = time.Time{}
 				a.wait(ctx, tick)
 				continue
 			}
-			if first && a.opt.Shadow && a.taken == 0 {
+			if a.opt.Shadow {
+				// Nothing to take and no pilot's task to stand by for: the
+				// plain element would have ended with its task; waiting out
+				// the idle timeout would only keep the node from the next
+				// job queued there.
 				return a.end(EndNoWork), nil
 			}
 			if idleSince.IsZero() {
@@ -251,7 +254,6 @@ func (a *Agent) Run(ctx context.Context) (string, error) {
 			idleSince = time.Time{}
 			a.dropStandby()
 		}
-		first = false
 		a.wait(ctx, tick)
 	}
 }
@@ -291,7 +293,7 @@ func (a *Agent) standingBy(now time.Time) bool {
 		}
 	}
 	// An element that ran nothing yet stands by whatever its time left, as
-	// its first task runs whatever it (the plain element would have run it).
+	// its first task runs whatever its time (the plain element would have run it).
 	if a.taken > 0 && !Fits(now, a.lim.End, a.opt.Grace, Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)) {
 		return false
 	}

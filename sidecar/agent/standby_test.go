@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,10 +19,7 @@ import (
 // pilots, as it would not have without glean.
 func TestShadowStandsByForAPilotsTask(t *testing.T) {
 	f := newFixture(t, 1, "#!/bin/sh\necho ran on $SLURM_JOB_ID\n", nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	f.commit(ctx, &wg)
+	f.runDaemon(t)
 	w := f.work()
 	if _, err := w.Take([]int{0}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
 		t.Fatal(err)
@@ -40,9 +38,13 @@ func TestShadowStandsByForAPilotsTask(t *testing.T) {
 	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeHandedBack}); err != nil {
 		t.Fatal(err)
 	}
-	if why := shadow(); why != EndFinished {
-		t.Errorf("standing element ended %q, want %q", why, EndFinished)
+	// "no work" if it looked before the daemon committed its own result.
+	if why := shadow(); why != EndFinished && why != EndNoWork {
+		t.Errorf("standing element ended %q, want %q or %q", why, EndFinished, EndNoWork)
 	}
+	waitFor(t, "the completed attempt committed", func() bool {
+		return slices.ContainsFunc(f.events(), func(ev spool.TaskEvent) bool { return ev.Reason == spool.ReasonCompleted })
+	})
 	runs := 0
 	for _, ev := range f.events() {
 		if ev.Reason == spool.ReasonCompleted {
@@ -64,24 +66,18 @@ func TestShadowStandsByForAPilotsTask(t *testing.T) {
 // without running anything.
 func TestShadowStandbyEndsWithThePilotsTask(t *testing.T) {
 	f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	f.commit(ctx, &wg)
+	f.runDaemon(t)
 	w := f.work()
 	if _, err := w.Take([]int{0}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
 		t.Fatal(err)
 	}
 	shadow := runAgent(t, context.Background(), f.agent("23", 1, func(o *Options) { o.Shadow = true }))
-	waitFor(t, "the standby claim", func() bool {
-		_, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, "0"))
-		return err == nil
-	})
+	waitClaim(t, w, 0)
 	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeExited}); err != nil {
 		t.Fatal(err)
 	}
-	if why := shadow(); why != EndFinished && why != EndIdle {
-		t.Errorf("standing element ended %q, want %q or %q", why, EndFinished, EndIdle)
+	if why := shadow(); why != EndFinished && why != EndNoWork {
+		t.Errorf("standing element ended %q, want %q or %q", why, EndFinished, EndNoWork)
 	}
 	for _, ev := range f.events() {
 		if ev.Pilot == "23" {
@@ -102,10 +98,7 @@ func TestShadowStandbyWaitsForTheCommit(t *testing.T) {
 	a := f.agent("24", 1, func(o *Options) { o.Shadow = true })
 	ended := make(chan string, 1)
 	go func() { why, _ := a.Run(context.Background()); ended <- why }()
-	waitFor(t, "the standby claim", func() bool {
-		_, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, "0"))
-		return err == nil
-	})
+	waitClaim(t, w, 0)
 	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeHandedBack}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,25 +108,20 @@ func TestShadowStandbyWaitsForTheCommit(t *testing.T) {
 		t.Fatalf("the element ended %q before the hand-back was committed", why)
 	case <-time.After(5 * a.opt.Idle):
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	f.commit(ctx, &wg)
+	f.runDaemon(t)
 	select {
 	case why := <-ended:
-		if why != EndFinished {
-			t.Errorf("ended %q, want %q", why, EndFinished)
+		if why != EndFinished && why != EndNoWork {
+			t.Errorf("ended %q, want %q or %q", why, EndFinished, EndNoWork)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the element did not end after the commit")
 	}
-	var ran bool
-	for _, ev := range f.events() {
-		ran = ran || ev.Pilot == "24" && ev.Reason == spool.ReasonCompleted
-	}
-	if !ran {
-		t.Errorf("the element did not run the handed-back task: %+v", f.events())
-	}
+	waitFor(t, "the element's completed attempt committed", func() bool {
+		return slices.ContainsFunc(f.events(), func(ev spool.TaskEvent) bool {
+			return ev.Pilot == "24" && ev.Reason == spool.ReasonCompleted
+		})
+	})
 }
 
 // An element whose tasks cannot be started gives up (EndFailed) as any
@@ -171,4 +159,45 @@ func TestShadowThatCannotStartTasksDoesNotStandBy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, strconv.Itoa(last))); !os.IsNotExist(err) {
 		t.Errorf("a standby claim on the pilot's task is left: %v", err)
 	}
+}
+
+// Once the pilot's task is done and nothing is left to take or stand by
+// for (the job's last other task runs on another element), the standing
+// element leaves at once, not after its idle timeout: the plain element
+// would have ended, and the node may be wanted by the next job queued there.
+func TestShadowLeavesAtOnceAfterStandingBy(t *testing.T) {
+	f := newFixture(t, 2, "#!/bin/sh\nexit 0\n", nil, nil)
+	f.runDaemon(t)
+	w := f.work()
+	if _, err := w.Take([]int{0}, spool.Lease{Attempt: "p1", Pilot: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Take([]int{1}, spool.Lease{Attempt: "s1", Pilot: "30", Shadow: true}); err != nil {
+		t.Fatal(err)
+	}
+	shadow := runAgent(t, context.Background(), f.agent("25", 1, func(o *Options) { o.Shadow, o.Idle = true, time.Hour }))
+	waitClaim(t, w, 0)
+	if err := w.Finish(spool.Result{Task: 0, Attempt: "p1", Pilot: "1", Outcome: spool.OutcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	if why := shadow(); why != EndNoWork {
+		t.Errorf("ended %q, want %q", why, EndNoWork)
+	}
+}
+
+// runDaemon commits results as gleand does until the test ends.
+func (f *fixture) runDaemon(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	f.commit(ctx, &wg)
+}
+
+// waitClaim waits for a standby claim on task.
+func waitClaim(t *testing.T, w *spool.Work, task int) {
+	t.Helper()
+	waitFor(t, "a standby claim on task "+strconv.Itoa(task), func() bool {
+		_, err := os.Stat(filepath.Join(w.Dir, spool.StandbyDir, strconv.Itoa(task)))
+		return err == nil
+	})
 }

@@ -91,7 +91,9 @@ func (m *Daemon) Observe(r daemon.RoundReport) {
 // Handler serves the metrics in Prometheus's text format.
 func (m *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	// A few scrapes at a time, each bounded: the endpoint must never
+	// cost the loop more than a little memory and CPU.
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: 5 * time.Second}))
 	return mux
 }
 

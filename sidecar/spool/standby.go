@@ -65,13 +65,15 @@ func (w *Work) Standby(holder string, now time.Time, stale time.Duration) (int, 
 		}
 		// The last writer of a takeover wins; the loser sees that at its
 		// next KeepStandby.
+		// A failed takeover (a leftover temporary file of that name, the
+		// owner's junk) leaves the claim to its holder: try the next task.
 		tmp := filepath.Join(w.Dir, StandbyDir, tmpPrefix+strconv.Itoa(i)+"."+strconv.Itoa(os.Getpid()))
 		if err := writeFile(tmp, []byte(holder), 0o640); err != nil {
-			return 0, err
+			continue
 		}
 		if err := os.Rename(tmp, path); err != nil {
 			os.Remove(tmp)
-			return 0, fmt.Errorf("spool: standby: %w", err)
+			continue
 		}
 		return i, nil
 	}

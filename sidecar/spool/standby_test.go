@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -62,5 +63,33 @@ func TestStandbyClaims(t *testing.T) {
 	}
 	if _, err := os.Stat(w.standbyPath(1)); !os.IsNotExist(err) {
 		t.Fatalf("claim on task 1 not removed: %v", err)
+	}
+}
+
+// A takeover that cannot write its temporary file (a leftover of that
+// name) moves on to the next task instead of failing the scan.
+func TestStandbyTakeoverSkipsAStuckTask(t *testing.T) {
+	_, _, _, w := newWork(t)
+	now := time.Now()
+	old := now.Add(-time.Hour)
+	for i := range 2 {
+		if _, err := w.Take([]int{i}, Lease{Attempt: "a" + strconv.Itoa(i), Pilot: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.Standby("gone"+strconv.Itoa(i), now, time.Minute); err != nil || got != i {
+			t.Fatalf("claim %d: %d, %v", i, got, err)
+		}
+	}
+	for i := range 2 { // both holders died
+		if err := os.Chtimes(w.standbyPath(i), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leftover := filepath.Join(w.Dir, StandbyDir, tmpPrefix+"0."+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(leftover, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.Standby("e", now, time.Minute); err != nil || got != 1 {
+		t.Fatalf("Standby: task %d, %v; want task 1", got, err)
 	}
 }
