@@ -186,6 +186,10 @@ func (l *Loop) Run(ctx context.Context) error {
 				l.Log.Info("Slurm answers again")
 			}
 		}
+		if l.OnReport != nil { // before the status line, so that metrics are never behind it
+			l.OnReport(RoundReport{At: now, Took: l.Now().Sub(now), Intake: st, Exec: xs, SlurmDown: slurmDown,
+				Active: l.Intake.Active()})
+		}
 		if l.Notify != nil {
 			line := statusLine(now, l.Now().Sub(now), st, xs, d, l.Intake.Active())
 			if l.refused != "" {
@@ -205,10 +209,6 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		if l.OnRound != nil {
 			l.OnRound(st, err)
-		}
-		if l.OnReport != nil {
-			l.OnReport(RoundReport{At: now, Took: l.Now().Sub(now), Intake: st, Exec: xs, SlurmDown: slurmDown,
-				Active: l.Intake.Active()})
 		}
 		if !l.Started.IsZero() {
 			l.Log.Info("first round done", "since_start", l.Now().Sub(l.Started))

@@ -31,7 +31,12 @@ wait
 	r1 := cl.Submit(t, "-N", "1", "-w", "c1", "-t", "2", "-o", "/dev/null", "--wrap", "sleep 10")
 	cl.WaitFor(t, 30*time.Second, "R1 to start", func() bool { s, _ := e.SlurmState(t, r1); return s == "RUNNING" })
 	anchor := e.Sbatch(t, "", "--glean=mode=fair,checkpoint=yes", "--array=0", "-w", "c1", "-t", "2", "-o", "sb/%a.out", "sb.sh")
-	cl.WaitFor(t, 30*time.Second, "the job taken in", func() bool { r := e.Record(t, anchor); return r != nil && r.Shadow != "" })
+	// R4 after the shadow array's release: a release gives a held job a
+	// new place in the queue (priority/basic), behind R4 otherwise.
+	cl.WaitFor(t, 30*time.Second, "the shadow array released", func() bool {
+		r := e.Record(t, anchor)
+		return r != nil && r.Shadow != "" && r.ShadowReleased
+	})
 	r4 := cl.Submit(t, "-N", "1", "-w", "c1", "-t", "3", "-o", "/dev/null", "--wrap", "sleep 90")
 
 	rec := e.Record(t, anchor)

@@ -1,6 +1,7 @@
 package packaging
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -69,18 +70,11 @@ func TestGleandNotifiesSystemd(t *testing.T) {
 	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
 	until("1 jobs active", time.Minute)
 	// daemon.metrics_listen: the same rounds, counted for Prometheus.
-	body := scrape(t, metricsAddr)
-	for _, want := range []string{`glean_entries_total{outcome="accepted"} 1`, "glean_jobs_active 1", "glean_slurm_down 0"} {
-		if !slices.Contains(strings.Split(body, "\n"), want) {
-			t.Errorf("no line %q in the metrics:\n%s", want, body)
-		}
-	}
+	scrapeUntil(t, metricsAddr, `glean_entries_total{outcome="accepted"} 1`, "glean_jobs_active 1", "glean_slurm_down 0")
 	restart := cl.Outage(t)
 	down := time.Now()
 	status, _ := until("STATUS=Slurm not answering", time.Minute)
-	if body := scrape(t, metricsAddr); !slices.Contains(strings.Split(body, "\n"), "glean_slurm_down 1") {
-		t.Errorf("slurmctld stopped, and the metrics say:\n%s", body)
-	}
+	scrapeUntil(t, metricsAddr, "glean_slurm_down 1")
 	t.Logf("%v after slurmctld stopped: %q", time.Since(down).Round(time.Millisecond), status)
 	pings := 0
 	var gap time.Duration
@@ -141,17 +135,35 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// scrape reads gleand's /metrics.
-func scrape(t *testing.T, addr string) string {
+// scrapeUntil scrapes gleand's /metrics until every line of want is in
+// it (the metrics follow the rounds), failing after 30 s.
+func scrapeUntil(t *testing.T, addr string, want ...string) {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		body, err := scrape(addr)
+		if err == nil && !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(strings.Split(body, "\n"), w) }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gleand's metrics never had %q (%v):\n%s", want, err, body)
+		}
+		<-tick.C
+	}
+}
+
+// scrape reads gleand's /metrics.
+func scrape(addr string) (string, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		t.Fatalf("scraping gleand's metrics: %v", err)
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("scraping gleand's metrics: %s %v", resp.Status, err)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s", resp.Status)
 	}
-	return string(body)
+	return string(body), err
 }
