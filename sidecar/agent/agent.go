@@ -275,9 +275,8 @@ func (a *Agent) wait(ctx context.Context, tick *time.Ticker) {
 // standingBy reports whether a shadow element with nothing to take stays:
 // it stands by for a task a pilot runs (while a task would still fit in
 // its time, once it ran one), and takes the task if the pilot hands it
-// back (gives way). Plain
-// Slurm would have run the task on the job's own array; without this, the
-// job could end later than it would have without glean.
+// back (gives way). Plain Slurm would have run the task on the job's own
+// array; without this, the job could end later than without glean.
 func (a *Agent) standingBy(now time.Time) bool {
 	if a.standby >= 0 {
 		if a.work.KeepStandby(a.standby, a.opt.Pilot, now) {
