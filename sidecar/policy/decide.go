@@ -671,10 +671,17 @@ func (d *decider) member(name string) []bool {
 	if m, ok := d.partMember[name]; ok {
 		return m
 	}
+	sc := d.sc
 	if d.partMember == nil {
-		d.partMember = map[string][]bool{}
+		sc.partMember, sc.nMembers = reuseMap(sc.partMember), 0
+		d.partMember = sc.partMember
 	}
-	m := make([]bool, len(d.s.Nodes))
+	if sc.nMembers == len(sc.members) {
+		sc.members = append(sc.members, nil)
+	}
+	m := reuse(sc.members[sc.nMembers], len(d.s.Nodes))
+	sc.members[sc.nMembers] = m
+	sc.nMembers++
 	if p := d.s.Partition(name); p != nil {
 		for k, n := range p.Nodes {
 			if i, ok := nodeAt(d.s, d.nodeIdx, k, n); ok {

@@ -47,7 +47,8 @@ type need struct {
 }
 
 func (d *decider) giveWay() {
-	needs := map[int]need{}
+	d.sc.needs = reuseMap(d.sc.needs)
+	needs := d.sc.needs
 	add := func(pi int, by mtime, who string) {
 		if d.cmpM(by, d.nowPlus(0)) < 0 {
 			by = d.nowPlus(0)
@@ -218,7 +219,13 @@ func (ps *pools) of(j *cluster.Job) *pool {
 	if p, ok := ps.byKey[j.Partition]; ok {
 		return p
 	}
-	p := &pool{parts: ps.d.partitions(j)}
+	sc := ps.d.sc
+	if sc.nPools == len(sc.pools) {
+		sc.pools = append(sc.pools, pool{})
+	}
+	p := &sc.pools[sc.nPools]
+	sc.nPools++
+	*p = pool{nodes: p.nodes[:0], parts: ps.d.partitions(j)}
 	for _, i := range ps.all {
 		if ps.d.inAny(i, p.parts) {
 			p.nodes = append(p.nodes, i)
@@ -242,7 +249,9 @@ func (ps *pools) take(i int) {
 
 // rulePass runs rules A and B over the pending jobs by priority.
 func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
-	ps := &pools{d: d, byKey: map[string]*pool{}}
+	d.sc.poolKey, d.sc.nPools = reuseMap(d.sc.poolKey), 0
+	ps := &pools{d: d, byKey: d.sc.poolKey, all: d.sc.poolAll[:0], list: d.sc.poolList[:0]}
+	defer func() { d.sc.poolAll, d.sc.poolList = ps.all, ps.list }()
 	d.sc.wClaim, d.sc.eClaim = reuse(d.sc.wClaim, len(d.s.Nodes)), reuse(d.sc.eClaim, len(d.s.Nodes))
 	d.sc.startedRank = reuse(d.sc.startedRank, len(d.pend))
 	d.wClaim, d.eClaim, d.startedRank = d.sc.wClaim, d.sc.eClaim, d.sc.startedRank
@@ -309,7 +318,8 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		d.h = h
 		return c
 	})
-	var chosen []int
+	chosen := d.sc.chosen[:0]
+	defer func() { d.sc.chosen = chosen }()
 	for r, k := range d.pend {
 		j := &d.s.Jobs[k]
 		if d.started[j.ID] {

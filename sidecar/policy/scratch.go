@@ -35,6 +35,19 @@ type scratch struct {
 
 	dec decider // the decision itself
 
+	// member: the partitions' node sets, nMembers of members in use
+	partMember map[string][]bool
+	members    [][]bool
+	nMembers   int
+	// rulePass: its pools, nPools of pools in use
+	poolKey   map[string]*pool
+	poolList  []*pool
+	poolAll   []int
+	pools     []pool
+	nPools    int
+	chosen    []int
+	needs     map[int]need
+
 	// backfillWindows
 	nodes   []nodeCalc
 	stamp   []int

@@ -266,6 +266,7 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		names = &nn
 	}
 	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
+	decider := sc != nil // Decide reads only the nodes' windows
 	if sc == nil {
 		sc = new(scratch)
 	}
@@ -294,7 +295,9 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	if !sorted {
 		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
 	}
-	out.Windows = summarize(out.Nodes)
+	if !decider {
+		out.Windows = summarize(out.Nodes)
+	}
 	sc.windows = out.Nodes
 	return out, nil
 }
