@@ -40,13 +40,13 @@ type scratch struct {
 	members    [][]bool
 	nMembers   int
 	// rulePass: its pools, nPools of pools in use
-	poolKey   map[string]*pool
-	poolList  []*pool
-	poolAll   []int
-	pools     []pool
-	nPools    int
-	chosen    []int
-	needs     map[int]need
+	poolKey  map[string]*pool
+	poolList []*pool
+	poolAll  []int
+	pools    []pool
+	nPools   int
+	chosen   []int
+	needs    map[int]need
 
 	// backfillWindows
 	nodes   []nodeCalc
