@@ -152,7 +152,8 @@ func (d *decider) fifo() {
 	if len(d.uncovered) == 0 {
 		return // submit stopped before it looked at the jobs (MaxPendingPilots)
 	}
-	var cands, retiring []int
+	cands, retiring := d.sc.fifoCands[:0], d.sc.fifoRetiring[:0]
+	defer func() { d.sc.fifoCands, d.sc.fifoRetiring = cands, retiring }()
 	for pi := range d.st.Pilots {
 		p := &d.st.Pilots[pi]
 		if d.gone[pi] || p.State != PilotRunning || d.modeOf(p) == Thesis || d.job(p) == nil {
@@ -170,7 +171,8 @@ func (d *decider) fifo() {
 	if len(cands)+len(retiring) == 0 {
 		return
 	}
-	used := make([]bool, len(d.st.Pilots))
+	d.sc.fifoUsed = reuse(d.sc.fifoUsed, len(d.st.Pilots))
+	used := d.sc.fifoUsed
 	later := func(pi, ji int) bool { return d.jobIdx[d.st.Pilots[pi].Job] > ji }
 	for ji := range d.st.Jobs {
 		left := d.uncovered[ji]
@@ -188,12 +190,13 @@ func (d *decider) fifo() {
 		if j.TaskTime > 0 {
 			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
 		}
-		var mine []int
+		mine := d.sc.fifoMine[:0]
 		for _, pi := range cands {
 			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeIdx[d.st.Pilots[pi].Node]]], minTL) {
 				mine = append(mine, pi)
 			}
 		}
+		d.sc.fifoMine = mine
 		if left <= 0 || len(mine) == 0 {
 			continue
 		}

@@ -47,6 +47,9 @@ type scratch struct {
 	nPools   int
 	chosen   []int
 	needs    map[int]need
+	// fifo
+	fifoCands, fifoRetiring, fifoMine []int
+	fifoUsed                          []bool
 
 	// backfillWindows
 	nodes   []nodeCalc
