@@ -81,6 +81,11 @@ const neverNs = math.MinInt64
 
 // ns is t as Unix nanoseconds, neverNs for the zero time.
 func ns(t time.Time) int64 {
+	// Fast path: well inside int64's range (1679-2261), where the zero
+	// time (year 1) is not.
+	if sec := t.Unix(); sec > -9e9 && sec < 9e9 {
+		return t.UnixNano()
+	}
 	switch {
 	case t.IsZero():
 		return neverNs

@@ -474,6 +474,7 @@ func (c *calc) freeAt(i int) time.Time {
 type shadowNode struct {
 	i       int
 	tNs     int64 // when it is free, to sort by (time: shadowTime)
+	tie     int64 // then by this (shadowList)
 	held    bool  // free at its holders' end (endMax), not now
 	ours    bool
 	freeNow bool
@@ -584,23 +585,27 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	if c.rank == nil && !c.names.dense {
 		c.rank = naturalRanks(c.s)
 	}
+	// By time, ours first, free now first, then the names' natural order
+	// (index or rank, both below 2^61): the last three as one number.
+	for k := range l.nodes {
+		sn := &l.nodes[k]
+		r := int64(sn.i)
+		if !c.names.dense {
+			r = int64(c.rank[sn.i])
+		}
+		if !sn.ours {
+			r |= 1 << 62
+		}
+		if !sn.freeNow {
+			r |= 1 << 61
+		}
+		sn.tie = r
+	}
 	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
 		if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
 			return r
 		}
-		if a.ours != b.ours {
-			if a.ours {
-				return -1
-			}
-			return 1
-		}
-		if a.freeNow != b.freeNow {
-			if a.freeNow {
-				return -1
-			}
-			return 1
-		}
-		return c.names.cmp(a.i, b.i, c.rank)
+		return cmp.Compare(a.tie, b.tie)
 	})
 	return l
 }

@@ -365,7 +365,9 @@ type ejob struct {
 	left    int   // tasks not completed
 	running int   // tasks held
 	done    bool
-	finish  time.Duration
+	// onPilots counts the pilots running its tasks (onPass's scratch).
+	onPilots int
+	finish   time.Duration
 
 	base          *job     // the engine's rigid job (Fair, SlurmOnly)
 	baseIDs       []string // the policy's BaseJobIDs, once base is set
@@ -566,10 +568,12 @@ func (d *driver) onPass(now time.Duration, s *State) {
 	// of its tasks: a pilot that gives way hands its task back, and
 	// without the base nobody might run it before the job would have
 	// ended without glean (a shadow element waits the same way).
-	onPilots := map[*ejob]int{}
+	for _, ej := range d.jobs {
+		ej.onPilots = 0
+	}
 	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task >= 0 {
-			onPilots[p.w.ej]++
+		if p.state == pRunning && p.w.task >= 0 && p.w.ej != nil {
+			p.w.ej.onPilots++
 		}
 	}
 	for _, ej := range d.jobs {
@@ -578,7 +582,7 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			for _, w := range ej.baseWorkers {
 				idle = idle && (w.task < 0 || w.released)
 			}
-			keep := onPilots[ej]
+			keep := ej.onPilots
 			if idle && keep == 0 {
 				s.reschedule(ej.base, now)
 				continue
