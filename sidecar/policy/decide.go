@@ -527,13 +527,21 @@ func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 // taskStart is when busy pilot pi's task started (TaskEnd minus its job's
 // TaskTime); neverNs: unknown.
 func (d *decider) taskStart(pi int) int64 {
+	t, read := d.taskStartOf(pi)
+	if read {
+		d.h.readTaskEnds()
+	}
+	return t
+}
+
+// taskStartOf is taskStart without the note; read: it read the task end.
+func (d *decider) taskStartOf(pi int) (int64, bool) {
 	p := &d.st.Pilots[pi]
 	j := d.jobOf(pi)
 	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
-		return neverNs
+		return neverNs, false
 	}
-	d.h.readTaskEnds()
-	return satAdd(d.pkeys[pi].taskEnd, -int64(j.TaskTime))
+	return satAdd(d.pkeys[pi].taskEnd, -int64(j.TaskTime)), true
 }
 
 // lossless reports whether running pilot pi can leave by t without

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -298,11 +299,26 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		}
 		return d.sc.loss[pi] == 2
 	}
+	// What the comparisons read, looked up once: each node's giver and
+	// whether its window moves; each pilot's task start (taskStart,
+	// whose read of the task ends is noted in pilotOrder as it would be).
+	sc := d.sc
+	sc.aGiver, sc.aMoves = reuse(sc.aGiver, len(d.s.Nodes)), reuse(sc.aMoves, len(d.s.Nodes))
+	sc.aStart, sc.aRead = reuse(sc.aStart, len(d.st.Pilots)), reuse(sc.aRead, len(d.st.Pilots))
+	for _, i := range ps.all {
+		pi := d.giver(i)
+		sc.aGiver[i] = pi
+		if pi < 0 {
+			sc.aMoves[i] = d.winMoves(&d.win.Nodes[d.wAt[i]])
+		} else {
+			sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
+		}
+	}
 	slices.SortFunc(ps.all, func(a, b int) int {
-		pa, pb := d.giver(a), d.giver(b)
+		pa, pb := sc.aGiver[a], sc.aGiver[b]
 		switch {
 		case pa < 0 && pb < 0:
-			if c := d.cmpWin(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]]); c != 0 {
+			if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
 				return c
 			}
 			return d.names.cmp(a, b, nil)
@@ -311,12 +327,30 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		// taskStart's read of the task ends is the order's too.
-		h := d.h
-		d.h = d.pilotOrder
-		c := d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
-		d.h = h
-		return c
+		// giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb)), its notes
+		// in pilotOrder.
+		la, lb := losslessNow(pa), losslessNow(pb)
+		switch {
+		case la && !lb:
+			return -1
+		case lb && !la:
+			return 1
+		case !la:
+			if sc.aRead[pa] || sc.aRead[pb] {
+				d.pilotOrder.readTaskEnds()
+			}
+			sa, sb := sc.aStart[pa], sc.aStart[pb]
+			switch {
+			case (sa == neverNs) != (sb == neverNs): // unknown last
+				if sa == neverNs {
+					return 1
+				}
+				return -1
+			case sa != sb:
+				return cmp.Compare(sb, sa) // the later start loses less
+			}
+		}
+		return d.cancelOrder(pa, pb)
 	})
 	chosen := d.sc.chosen[:0]
 	defer func() { d.sc.chosen = chosen }()

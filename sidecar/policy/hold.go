@@ -244,7 +244,11 @@ func (d *decider) winMoves(w *NodeWindow) bool {
 // cmpWin compares two windows' FreeFor, noting when a shrinking one
 // crosses a fixed one.
 func (d *decider) cmpWin(a, b *NodeWindow) int {
-	ma, mb := d.winMoves(a), d.winMoves(b)
+	return d.cmpWinMoves(a, b, d.winMoves(a), d.winMoves(b))
+}
+
+// cmpWinMoves is cmpWin with winMoves of a and b.
+func (d *decider) cmpWinMoves(a, b *NodeWindow, ma, mb bool) int {
 	if ma != mb {
 		m, k := a, b.FreeFor
 		if mb {

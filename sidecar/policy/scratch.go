@@ -47,6 +47,10 @@ type scratch struct {
 	nPools   int
 	chosen   []int
 	needs    map[int]need
+	// rulePass's sort: giver and moving window by node, task start by pilot
+	aGiver        []int
+	aMoves, aRead []bool
+	aStart        []int64
 	// fifo
 	fifoCands, fifoRetiring, fifoMine []int
 	fifoUsed                          []bool
