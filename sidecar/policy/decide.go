@@ -504,13 +504,22 @@ func (d *decider) giveOrder(a, b int) int {
 
 // giveOrderOf is giveOrder with the pilots' lossless(pi, now + Grace).
 func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
+	var sa, sb int64
+	if !la && !lb {
+		sa, sb = d.taskStart(a), d.taskStart(b)
+	}
+	return d.giveOrderStarts(a, b, la, lb, sa, sb)
+}
+
+// giveOrderStarts is giveOrderOf with the pilots' taskStart, read only if
+// neither is lossless.
+func (d *decider) giveOrderStarts(a, b int, la, lb bool, sa, sb int64) int {
 	switch {
 	case la && !lb:
 		return -1
 	case lb && !la:
 		return 1
 	case !la:
-		sa, sb := d.taskStart(a), d.taskStart(b)
 		switch {
 		case (sa == neverNs) != (sb == neverNs): // unknown last
 			if sa == neverNs {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -330,27 +329,14 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		// giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb)), its notes
 		// in pilotOrder.
 		la, lb := losslessNow(pa), losslessNow(pb)
-		switch {
-		case la && !lb:
-			return -1
-		case lb && !la:
-			return 1
-		case !la:
+		var sa, sb int64
+		if !la && !lb {
 			if sc.aRead[pa] || sc.aRead[pb] {
 				d.pilotOrder.readTaskEnds()
 			}
-			sa, sb := sc.aStart[pa], sc.aStart[pb]
-			switch {
-			case (sa == neverNs) != (sb == neverNs): // unknown last
-				if sa == neverNs {
-					return 1
-				}
-				return -1
-			case sa != sb:
-				return cmp.Compare(sb, sa) // the later start loses less
-			}
+			sa, sb = sc.aStart[pa], sc.aStart[pb]
 		}
-		return d.cancelOrder(pa, pb)
+		return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
 	})
 	chosen := d.sc.chosen[:0]
 	defer func() { d.sc.chosen = chosen }()
