@@ -339,6 +339,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i]))
 	}
 	d.pkeys = sc.pkeys
+	sc.indexJobs(s, &d.names)
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
@@ -359,9 +360,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			}
 			continue
 		}
-		for _, name := range j.Nodes {
-			i, ok := d.names.get(name)
-			if !ok {
+		for _, i := range sc.jobNodes(k) {
+			if i < 0 {
 				continue
 			}
 			d.held[i] = true
@@ -405,7 +405,9 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			d.wAt[i] = -1
 		}
 		for wi := range w.Nodes {
-			if i, ok := d.names.get(w.Nodes[wi].Node); ok {
+			if sc.winByIdx {
+				d.wAt[sc.ourIdx[wi]] = wi
+			} else if i, ok := d.names.get(w.Nodes[wi].Node); ok {
 				d.wAt[i] = wi
 			}
 		}

@@ -347,7 +347,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		}
 		chosen = d.startNow(j, r, ps, chosen, add)
 		if givers && !d.started[j.ID] {
-			d.planned(j, r, add)
+			d.planned(j, k, r, add)
 		}
 	}
 }
@@ -496,21 +496,13 @@ func (d *decider) rankOf(id string) int {
 
 // planned is rule B for pending job j of rank r: Slurm planned it later
 // than it could start on the same nodes without the pilots there.
-func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
+func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)) {
 	if len(j.SchedNodes) == 0 || j.Start.IsZero() || d.cmpM(fixed(j.Start), d.nowPlus(d.cfg.Grace)) <= 0 {
 		return
 	}
 	owner := d.owner(j)
 	// The plan's nodes as indices (-1: not in the snapshot), looked up once.
-	idx := d.sc.sched[:0]
-	for _, name := range j.SchedNodes {
-		i, ok := d.names.get(name)
-		if !ok {
-			i = -1
-		}
-		idx = append(idx, i)
-	}
-	d.sc.sched = idx
+	idx := d.sc.jobNodes(k)
 	behind := false
 	for _, i := range idx {
 		if i >= 0 && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {

@@ -25,7 +25,6 @@ type scratch struct {
 	heldEnd                                   []int64
 	wClaim, eClaim                            []rankClaim
 	startedRank                               []bool
-	sched                                     []int // planned: a plan\'s nodes
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	slots                                     []topSlot
@@ -51,6 +50,10 @@ type scratch struct {
 	aGiver        []int
 	aMoves, aRead []bool
 	aStart        []int64
+	// indexJobs: each job's Nodes (if it holds them) or SchedNodes (if
+	// pending) as node indices, -1 for a name not in the snapshot
+	jn      []int
+	jnStart []int
 	// fifo
 	fifoCands, fifoRetiring, fifoMine []int
 	fifoUsed                          []bool
@@ -62,7 +65,9 @@ type scratch struct {
 	windows []NodeWindow
 	shadow  []shadowNode
 	ourIdx  []int // the pilot partition's nodes
-	listIdx []int // shadowList: its partitions' nodes
+	// winByIdx: the windows are in ourIdx's order, one per node
+	winByIdx bool
+	listIdx  []int // shadowList: its partitions' nodes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -100,3 +105,33 @@ func (sc *scratch) sameNodes(s *cluster.Snapshot) bool {
 	}
 	return true
 }
+
+// indexJobs fills sc.jn for s: the node names of each job looked up once
+// per decision.
+func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
+	sc.jnStart = reuse(sc.jnStart, len(s.Jobs)+1)
+	flat := sc.jn[:0]
+	for k := range s.Jobs {
+		j := &s.Jobs[k]
+		sc.jnStart[k] = len(flat)
+		var list []string
+		switch {
+		case j.Holds():
+			list = j.Nodes
+		case j.Pending():
+			list = j.SchedNodes
+		}
+		for _, name := range list {
+			i, ok := names.get(name)
+			if !ok {
+				i = -1
+			}
+			flat = append(flat, i)
+		}
+	}
+	sc.jnStart[len(s.Jobs)] = len(flat)
+	sc.jn = flat
+}
+
+// jobNodes is job k's node indices (indexJobs).
+func (sc *scratch) jobNodes(k int) []int { return sc.jn[sc.jnStart[k]:sc.jnStart[k+1]] }

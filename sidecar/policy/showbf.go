@@ -272,6 +272,9 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
+	if !decider { // Decide indexed them
+		sc.indexJobs(s, names)
+	}
 	candidates := c.scanJobs(opt.Exclude)
 
 	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
@@ -282,6 +285,7 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	c.shadow(candidates)
 
 	sorted := names.dense && len(missing) == 0
+	sc.winByIdx = sorted // out.Nodes[k] is node ours[k]
 	if sorted {
 		slices.Sort(ours) // the nodes' natural order is their order in s
 	}
@@ -353,9 +357,8 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 		excluded := exclude[j.ID]
 		switch {
 		case j.Holds():
-			for _, name := range j.Nodes {
-				i, ok := c.names.get(name)
-				if !ok {
+			for _, i := range c.sc.jobNodes(k) {
+				if i < 0 {
 					continue
 				}
 				n := &c.nodes[i]
@@ -377,8 +380,8 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 			planned := !j.Start.IsZero() && len(j.SchedNodes) > 0
 			if excluded {
 				if planned {
-					for _, name := range j.SchedNodes {
-						if i, ok := c.names.get(name); ok {
+					for _, i := range c.sc.jobNodes(k) {
+						if i >= 0 {
 							c.nodes[i].exclClaim = true
 						}
 					}
@@ -392,8 +395,8 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 				candidates = append(candidates, j)
 				continue
 			}
-			for _, name := range j.SchedNodes {
-				if i, ok := c.names.get(name); ok {
+			for _, i := range c.sc.jobNodes(k) {
+				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
 					c.claim(n, j.Start, j.ID, false)
