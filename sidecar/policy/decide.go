@@ -236,8 +236,7 @@ type decider struct {
 	jobIdx   map[string]int // elastic job id -> index
 	baseOf   map[string]int // base job id -> elastic job index
 	pilotIdx map[string]int // pilot id -> index
-	exclude  map[string]bool
-	gone     []bool // pilot cancelled or retired this round
+	gone     []bool         // pilot cancelled or retired this round
 	acts     []Action
 	timedOut bool
 
@@ -284,8 +283,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d := &sc.dec
 	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
 	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
-	sc.exclude, sc.started = reuseMap(sc.exclude), reuseMap(sc.started)
-	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started
+	sc.started = reuseMap(sc.started)
+	d.jobIdx, d.baseOf, d.pilotIdx, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.started
 	sc.gone = reuse(sc.gone, len(st.Pilots))
 	d.gone = sc.gone
 	sc.pjob = reuse(sc.pjob, len(st.Pilots))
@@ -313,7 +312,6 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	for i, p := range st.Pilots {
 		d.pilotIdx[p.ID] = i
-		d.exclude[p.ID] = true
 		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)
@@ -340,9 +338,12 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	d.pkeys = sc.pkeys
 	sc.indexJobs(s, &d.names)
+	// The windows leave out the pilots' own jobs (WindowOptions.Exclude).
+	sc.jobExcl = reuse(sc.jobExcl, len(s.Jobs))
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
+			sc.jobExcl[k] = true
 			p := &d.st.Pilots[pi]
 			if p.Node == "" {
 				switch {
@@ -395,7 +396,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 
-	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, &d.names, sc)
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition}, d.h, &d.names, sc)
 	if err == nil {
 		d.win, d.winOK = w, true
 		sc.wAt = reuse(sc.wAt, n)

@@ -15,9 +15,9 @@ type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
 	// nodeIdx and names are of the nodes named nodeNames: the last
 	// decision's, kept when the next snapshot names the same nodes.
-	nodeNames        []string
-	names            nodeNames
-	exclude, started map[string]bool
+	nodeNames []string
+	names     nodeNames
+	started   map[string]bool
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
@@ -54,6 +54,7 @@ type scratch struct {
 	// pending) as node indices, -1 for a name not in the snapshot
 	jn      []int
 	jnStart []int
+	jobExcl []bool // by job: excluded from the windows (a pilot's)
 	// fifo
 	fifoCands, fifoRetiring, fifoMine []int
 	fifoUsed                          []bool

@@ -272,10 +272,14 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
-	if !decider { // Decide indexed them
+	if !decider { // Decide did this, and excludes its pilots' jobs
 		sc.indexJobs(s, names)
+		sc.jobExcl = reuse(sc.jobExcl, len(s.Jobs))
+		for k := range s.Jobs {
+			sc.jobExcl[k] = opt.Exclude[s.Jobs[k].ID]
+		}
 	}
-	candidates := c.scanJobs(opt.Exclude)
+	candidates := c.scanJobs(sc.jobExcl)
 
 	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
 	sc.ourIdx = ours
@@ -350,11 +354,11 @@ type calc struct {
 
 // scanJobs records holders and Slurm's reservations on every node, and
 // returns the reserving pending jobs that backfill has not planned.
-func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
+func (c *calc) scanJobs(exclude []bool) []*cluster.Job {
 	var candidates []*cluster.Job
 	for k := range c.s.Jobs {
 		j := &c.s.Jobs[k]
-		excluded := exclude[j.ID]
+		excluded := exclude[k]
 		switch {
 		case j.Holds():
 			for _, i := range c.sc.jobNodes(k) {
