@@ -710,7 +710,7 @@ func (d *decider) member(name string) []bool {
 		}
 	}
 	for i := range d.s.Nodes {
-		if slices.Contains(d.s.Nodes[i].Partitions, name) {
+		if !m[i] && slices.Contains(d.s.Nodes[i].Partitions, name) {
 			m[i] = true
 		}
 	}

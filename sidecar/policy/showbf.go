@@ -439,7 +439,7 @@ func (c *calc) partitionNodes(name string, idx []int) ([]int, []string) {
 		}
 	}
 	for i := range c.s.Nodes {
-		if slices.Contains(c.s.Nodes[i].Partitions, name) {
+		if c.stamp[i] != c.gen && slices.Contains(c.s.Nodes[i].Partitions, name) {
 			add(i)
 		}
 	}
