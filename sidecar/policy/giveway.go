@@ -524,11 +524,11 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		}
 		// A higher-priority job planned there before j: j waits for it
 		// too. (A lower one's reservation cannot delay j.)
-		if wi := d.wAt[i]; wi >= 0 {
+		if wi := d.wAt[i]; wi >= 0 && !d.win.Nodes[wi].Until.IsZero() {
 			w := &d.win.Nodes[wi]
 			cr := d.claimRank(wi)
 			known := cr >= 0
-			if !w.Until.IsZero() && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] && w.Until.Before(j.Start) && (!known || cr < r) {
+			if (!known || cr < r) && w.Until.Before(j.Start) && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
 				if !known {
 					return
 				}
