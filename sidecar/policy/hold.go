@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"math"
 	"time"
 
@@ -86,6 +85,10 @@ func ns(t time.Time) int64 {
 	if sec := t.Unix(); sec > -9e9 && sec < 9e9 {
 		return t.UnixNano()
 	}
+	return nsSlow(t)
+}
+
+func nsSlow(t time.Time) int64 {
 	switch {
 	case t.IsZero():
 		return neverNs
@@ -216,15 +219,29 @@ func (t mtime) add(off time.Duration) mtime {
 // one overtakes a fixed one. Never is compared as it is (the callers test
 // it first).
 func (d *decider) cmpM(a, b mtime) int {
-	if d.h != nil && a.mv != b.mv && !a.never() && !b.never() {
-		m, x := a, b
-		if b.mv {
-			m, x = b, a
-		}
-		// m = now + k meets x when now reaches x - k.
-		d.h.flipNs(satAdd(x.t, -(m.t - d.nowNs)))
+	if a.mv != b.mv {
+		d.noteCross(a, b)
 	}
-	return cmp.Compare(a.t, b.t)
+	if a.t < b.t {
+		return -1
+	}
+	if a.t > b.t {
+		return 1
+	}
+	return 0
+}
+
+// noteCross notes when a, moving, meets b, fixed, or the other way round.
+func (d *decider) noteCross(a, b mtime) {
+	if d.h == nil || a.never() || b.never() {
+		return
+	}
+	m, x := a, b
+	if b.mv {
+		m, x = b, a
+	}
+	// m = now + k meets x when now reaches x - k.
+	d.h.flipNs(satAdd(x.t, -(m.t - d.nowNs)))
 }
 
 // maxM is the later of a and b (b on a tie, as maxTime).
