@@ -459,6 +459,7 @@ type driver struct {
 	te, tePrev   []int64
 	lastActs     int
 	sigOK        bool
+	anyGone      bool // some pilot in pilots is pGone
 	hold         policy.Hold
 
 	snapCache snapCache
@@ -525,7 +526,10 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			d.pilotGone(p, p.eng.end)
 		}
 	}
-	d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+	if d.anyGone {
+		d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+		d.anyGone = false
+	}
 
 	// Tasks that completed now, and the next ones.
 	for _, ej := range d.jobs {
@@ -736,6 +740,7 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	delete(d.pilotJobs, p.eng)
 	d.stopWorker(&p.w, t)
 	p.state = pGone
+	d.anyGone = true
 	p.run.End = t
 	p.run.EndCause = p.cause
 	d.res.Pilots = append(d.res.Pilots, *p.run)
@@ -960,6 +965,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		}
 		if p.state == pPending {
 			p.state, p.cause = pGone, "cancelled pending: "+a.Cause.String()
+			d.anyGone = true
 			p.run.End, p.run.EndCause = now, p.cause
 			d.res.Pilots = append(d.res.Pilots, *p.run)
 			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
