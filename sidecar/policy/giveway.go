@@ -68,19 +68,23 @@ func (d *decider) giveWay() {
 	if len(needs) == 0 {
 		return
 	}
-	pis := make([]int, 0, len(needs))
-	for pi := range needs {
-		pis = append(pis, pi)
+	type piNeed struct {
+		pi int
+		n  need
 	}
-	slices.SortFunc(pis, func(a, b int) int {
-		if c := d.cmpM(needs[a].by, needs[b].by); c != 0 {
+	pis := make([]piNeed, 0, len(needs))
+	for pi, n := range needs {
+		pis = append(pis, piNeed{pi, n})
+	}
+	slices.SortFunc(pis, func(a, b piNeed) int {
+		if c := d.cmpM(a.n.by, b.n.by); c != 0 {
 			return c
 		}
-		return d.giveOrder(a, b)
+		return d.giveOrder(a.pi, b.pi)
 	})
-	for _, pi := range pis {
+	for _, pn := range pis {
+		pi, n := pn.pi, pn.n
 		p := &d.st.Pilots[pi]
-		n := needs[pi]
 		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Claimant: n.who, By: d.timeOf(n.by.t)}
 		// Far off, or the pilot's task ends by the need anyway: retire.
 		if d.cmpM(n.by, d.nowPlus(d.cfg.RetireHorizon)) > 0 || p.Busy && !d.lossless(pi, d.nowPlus(d.cfg.Grace)) && d.lossless(pi, n.by) {

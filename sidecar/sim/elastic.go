@@ -256,7 +256,7 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	for _, j := range w.Jobs {
 		res.LastSubmit = max(res.LastSubmit, j.Submit)
 	}
-	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}, pilotJobs: map[*job]*pilot{}}
+	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}}
 	nextID := 0
 	for _, j := range w.Jobs {
 		nextID = max(nextID, j.ID)
@@ -463,7 +463,6 @@ type driver struct {
 	hold         policy.Hold
 
 	snapCache snapCache
-	pilotJobs map[*job]*pilot // the engine jobs of running pilots
 	stJobs    []policy.ElasticJob
 	stPilots  []policy.Pilot
 }
@@ -737,7 +736,7 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 }
 
 func (d *driver) pilotGone(p *pilot, t time.Duration) {
-	delete(d.pilotJobs, p.eng)
+	p.eng.pilot = false
 	d.stopWorker(&p.w, t)
 	p.state = pGone
 	d.anyGone = true
@@ -852,7 +851,7 @@ func (d *driver) state(now time.Duration) policy.State {
 func (d *driver) snapshot(s *State) *cluster.Snapshot {
 	snap := s.snapshot(simEpoch, &d.snapCache)
 	for i, j := range s.running { // the snapshot's first lines, in this order
-		if d.pilotJobs[j] != nil {
+		if j.pilot {
 			snap.Jobs[i].Partition = PilotPartition
 			snap.Jobs[i].Name = "glean-pilot"
 			snap.Jobs[i].Priority = 1
@@ -1023,7 +1022,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
 	s.startOn(j, []span{{first: int32(node), n: 1}})
 	p.eng, p.node, p.state = j, node, pRunning
-	d.pilotJobs[j] = p
+	j.pilot = true
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++
