@@ -295,7 +295,8 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
 	for _, i := range ours {
-		out.Nodes = append(out.Nodes, c.window(i, part.Up, horizon))
+		out.Nodes = append(out.Nodes, NodeWindow{})
+		c.window(&out.Nodes[len(out.Nodes)-1], i, part.Up, horizon)
 	}
 	for _, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
@@ -617,24 +618,19 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	return l
 }
 
-func (c *calc) window(i int, partitionUp bool, horizon time.Duration) NodeWindow {
+// window fills in w, a zero NodeWindow, for node i.
+func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration) {
 	node := &c.s.Nodes[i]
 	n := &c.nodes[i]
-	w := NodeWindow{
-		Node:      node.Name,
-		State:     node.State,
-		FreeAt:    c.freeAt(i),
-		Until:     n.claim,
-		ClaimedBy: n.claimBy,
-		Estimated: n.estimated,
-	}
+	w.Node, w.State, w.FreeAt = node.Name, node.State, c.freeAt(i)
+	w.Until, w.ClaimedBy, w.Estimated = n.claim, n.claimBy, n.estimated
 	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
-		return w
+		return
 	}
 	// PLANNED means Slurm reserved it for someone; if we cannot see who
 	// (and it is not our own pilot), assume the reservation starts now.
 	if node.State == cluster.NodePlanned && !n.slurmClaim && !n.exclClaim {
-		return w
+		return
 	}
 	w.FreeFor = horizon
 	if !n.claim.IsZero() {
@@ -648,7 +644,6 @@ func (c *calc) window(i int, partitionUp bool, horizon time.Duration) NodeWindow
 			w.FreeFor = min(n.claim.Sub(c.now), horizon)
 		}
 	}
-	return w
 }
 
 // summarize turns per-node windows into showbf lines: for each distinct
