@@ -531,7 +531,8 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 		if !l.overlap || len(l.nodes) < need {
 			continue
 		}
-		start := c.shadowTime(l.nodes[need-1])
+		first := c.firstNodes(l, need)
+		start := c.shadowTime(first[need-1])
 		moving := !start.After(c.now) // now itself: it moves with the clock
 		if !j.Start.IsZero() && moving {
 			c.h.flip(j.Start)
@@ -548,11 +549,66 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 		if moving {
 			c.h.never() // a claim at now: not followed further
 		}
-		for _, sn := range l.nodes[:need] {
+		for _, sn := range first {
 			c.claim(&c.nodes[sn.i], start, j.ID, true)
 		}
 		return
 	}
+}
+
+// shadowCmp is the order of a shadow list: by time, then tie.
+func shadowCmp(a, b shadowNode) int {
+	if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
+		return r
+	}
+	return cmp.Compare(a.tie, b.tie)
+}
+
+// firstNodes is the first need nodes of l in shadowCmp's order. With
+// names that number consecutively no two nodes compare equal, so the
+// need smallest, found with a heap, are those a full sort puts first;
+// otherwise (equal names could tie) l is sorted whole, as it always was.
+func (c *calc) firstNodes(l *shadowList, need int) []shadowNode {
+	if !c.names.dense || need*4 >= len(l.nodes) {
+		slices.SortFunc(l.nodes, shadowCmp)
+		return l.nodes[:need]
+	}
+	h := c.sc.shadowTop[:0] // a max-heap of the need smallest so far
+	for _, sn := range l.nodes {
+		if len(h) < need {
+			h = append(h, sn)
+			for k := len(h) - 1; k > 0; {
+				p := (k - 1) / 2
+				if shadowCmp(h[p], h[k]) >= 0 {
+					break
+				}
+				h[p], h[k] = h[k], h[p]
+				k = p
+			}
+			continue
+		}
+		if shadowCmp(sn, h[0]) >= 0 {
+			continue
+		}
+		h[0] = sn
+		for k := 0; ; {
+			big, l, r := k, 2*k+1, 2*k+2
+			if l < len(h) && shadowCmp(h[l], h[big]) > 0 {
+				big = l
+			}
+			if r < len(h) && shadowCmp(h[r], h[big]) > 0 {
+				big = r
+			}
+			if big == k {
+				break
+			}
+			h[k], h[big] = h[big], h[k]
+			k = big
+		}
+	}
+	slices.SortFunc(h, shadowCmp)
+	c.sc.shadowTop = h
+	return h
 }
 
 func (c *calc) shadowList(partitions string) *shadowList {
@@ -593,8 +649,9 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	if c.rank == nil && !c.names.dense {
 		c.rank = naturalRanks(c.s)
 	}
-	// By time, ours first, free now first, then the names' natural order
-	// (index or rank, both below 2^61): the last three as one number.
+	// To be sorted by time, ours first, free now first, then the names'
+	// natural order (index or rank, both below 2^61): the last three as
+	// one number.
 	for k := range l.nodes {
 		sn := &l.nodes[k]
 		r := int64(sn.i)
@@ -609,13 +666,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		}
 		sn.tie = r
 	}
-	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
-		if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
-			return r
-		}
-		return cmp.Compare(a.tie, b.tie)
-	})
-	return l
+	return l // sorted by firstNodes, as far as needed
 }
 
 // window fills in w, a zero NodeWindow, for node i.
