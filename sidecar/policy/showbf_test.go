@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -641,6 +642,36 @@ func TestPlainNumbersCompareNaturally(t *testing.T) {
 			if v, ok := parsePlainNumber(a); ok && strconv.Itoa(v) != a {
 				t.Errorf("parsePlainNumber(%q) = %d", a, v)
 			}
+		}
+	}
+}
+
+// TestFirstNodesMatchesSort: with names that number consecutively,
+// firstNodes returns what a full sort of the shadow list puts first.
+func TestFirstNodesMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(120)
+		nodes := make([]shadowNode, n)
+		for k := range nodes {
+			sn := shadowNode{i: k, tNs: int64(rng.IntN(4)) * 1e9, ours: rng.IntN(2) == 0, freeNow: rng.IntN(2) == 0}
+			sn.tie = int64(k)
+			if !sn.ours {
+				sn.tie |= 1 << 62
+			}
+			if !sn.freeNow {
+				sn.tie |= 1 << 61
+			}
+			nodes[k] = sn
+		}
+		rng.Shuffle(n, func(a, b int) { nodes[a], nodes[b] = nodes[b], nodes[a] })
+		want := slices.Clone(nodes)
+		slices.SortFunc(want, shadowCmp)
+		need := 1 + rng.IntN(n)
+		c := &calc{names: &nodeNames{dense: true}, sc: new(scratch)}
+		got := c.firstNodes(&shadowList{nodes: nodes}, need)
+		if !slices.Equal(got, want[:need]) {
+			t.Fatalf("trial %d: n %d need %d: got %v, want %v", trial, n, need, got, want[:need])
 		}
 	}
 }
