@@ -219,8 +219,13 @@ func (t mtime) add(off time.Duration) mtime {
 // one overtakes a fixed one. Never is compared as it is (the callers test
 // it first).
 func (d *decider) cmpM(a, b mtime) int {
-	if a.mv != b.mv {
-		d.noteCross(a, b)
+	if a.mv != b.mv && d.h != nil && !a.never() && !b.never() {
+		m, x := a, b
+		if b.mv {
+			m, x = b, a
+		}
+		// m = now + k meets x when now reaches x - k.
+		d.h.flipNs(satAdd(x.t, -(m.t - d.nowNs)))
 	}
 	if a.t < b.t {
 		return -1
@@ -229,19 +234,6 @@ func (d *decider) cmpM(a, b mtime) int {
 		return 1
 	}
 	return 0
-}
-
-// noteCross notes when a, moving, meets b, fixed, or the other way round.
-func (d *decider) noteCross(a, b mtime) {
-	if d.h == nil || a.never() || b.never() {
-		return
-	}
-	m, x := a, b
-	if b.mv {
-		m, x = b, a
-	}
-	// m = now + k meets x when now reaches x - k.
-	d.h.flipNs(satAdd(x.t, -(m.t - d.nowNs)))
 }
 
 // maxM is the later of a and b (b on a tie, as maxTime).
