@@ -436,6 +436,23 @@ type pilot struct {
 	leaving   bool // cancelled: ends at eng.end
 	cause     string
 	run       *PilotRun
+	// The policy's instants of submitted, eng.start, eng.estEnd and w.tEnd,
+	// kept while those stay the same (state).
+	subT, startT, endT, taskEndT instant
+}
+
+// instant is simEpoch.Add(d) for the last d asked.
+type instant struct {
+	d  time.Duration
+	t  time.Time
+	ok bool
+}
+
+func (m *instant) at(d time.Duration) time.Time {
+	if !m.ok || m.d != d {
+		m.d, m.t, m.ok = d, simEpoch.Add(d), true
+	}
+	return m.t
 }
 
 type driver struct {
@@ -822,7 +839,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
+		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subT.at(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
 		if p.next != nil {
 			pp.Job = p.next.key
 		}
@@ -831,13 +848,13 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		if p.state == pRunning {
 			pp.State = policy.PilotRunning
-			pp.Start = simEpoch.Add(p.eng.start)
+			pp.Start = p.startT.at(p.eng.start)
 			if p.limit != cluster.Unlimited {
-				pp.End = simEpoch.Add(p.eng.estEnd)
+				pp.End = p.endT.at(p.eng.estEnd)
 			}
 			pp.Busy = p.w.task >= 0
 			if pp.Busy {
-				pp.TaskEnd = simEpoch.Add(p.w.tEnd)
+				pp.TaskEnd = p.taskEndT.at(p.w.tEnd)
 			}
 		}
 		st.Pilots = append(st.Pilots, pp)
