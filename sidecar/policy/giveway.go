@@ -290,17 +290,15 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	// lossless(pi, now + Grace) of each pilot the sort compares, noted in
 	// pilotOrder the first time: a second call would note the same.
 	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots))
-	losslessNow := func(pi int) bool {
-		if d.sc.loss[pi] == 0 {
-			h := d.h
-			d.h = d.pilotOrder
-			d.sc.loss[pi] = 1
-			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
-				d.sc.loss[pi] = 2
-			}
-			d.h = h
+	loss := d.sc.loss
+	noteLoss := func(pi int) {
+		h := d.h
+		d.h = d.pilotOrder
+		loss[pi] = 1
+		if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+			loss[pi] = 2
 		}
-		return d.sc.loss[pi] == 2
+		d.h = h
 	}
 	// What the comparisons read, looked up once: each node's giver and
 	// whether its window moves; each pilot's task start (taskStart,
@@ -330,9 +328,15 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		// giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb)), its notes
-		// in pilotOrder.
-		la, lb := losslessNow(pa), losslessNow(pb)
+		// giveOrderOf(pa, pb, lossless(pa, now + Grace), lossless(pb, ...)),
+		// its notes in pilotOrder.
+		if loss[pa] == 0 {
+			noteLoss(pa)
+		}
+		if loss[pb] == 0 {
+			noteLoss(pb)
+		}
+		la, lb := loss[pa] == 2, loss[pb] == 2
 		var sa, sb int64
 		if !la && !lb {
 			if sc.aRead[pa] || sc.aRead[pb] {
