@@ -956,7 +956,7 @@ func (d *decider) submit() {
 			budget--
 			d.uncovered[ji]--
 			d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl,
-				Reason: fmt.Sprintf("window %s, work %s", FormatDuration(c.window), FormatDuration(workCap))})
+				Reason: "window " + FormatDuration(c.window) + ", work " + FormatDuration(workCap)})
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -96,7 +95,7 @@ func (d *decider) giveWay() {
 		} else {
 			d.gone[pi] = true
 		}
-		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(time.Duration(n.by.t-d.nowNs)))
+		a.Reason = n.who + " needs " + p.Node + " in " + FormatDuration(time.Duration(n.by.t-d.nowNs))
 		d.emit(a)
 	}
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Pools: the Thesis-mode jobs of one owner (ElasticJob.Owner) are served by
@@ -205,7 +206,7 @@ func (d *decider) fifo() {
 			used[pi] = true
 			p := &d.st.Pilots[pi]
 			a := Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: j.ID, By: d.now,
-				Reason: fmt.Sprintf("%s, earlier, has %d tasks no pilot takes", j.ID, d.uncovered[ji])}
+				Reason: j.ID + ", earlier, has " + strconv.Itoa(d.uncovered[ji]) + " tasks no pilot takes"}
 			if !d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
 				a.Kind = CancelPilot
 				d.gone[pi] = true

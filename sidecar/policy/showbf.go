@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -821,8 +822,21 @@ func FormatDuration(d time.Duration) string {
 		sign, secs = "-", -secs
 	}
 	days, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
+	// As fmt's "%s%d-%02d:%02d:%02d" (days) or "%s%02d:%02d:%02d".
+	b := make([]byte, 0, 32)
+	b = append(b, sign...)
 	if days > 0 {
-		return fmt.Sprintf("%s%d-%02d:%02d:%02d", sign, days, h, m, s)
+		b = strconv.AppendInt(b, days, 10)
+		b = append(b, '-')
 	}
-	return fmt.Sprintf("%s%02d:%02d:%02d", sign, h, m, s)
+	for k, v := range [3]int64{h, m, s} {
+		if k > 0 {
+			b = append(b, ':')
+		}
+		if v < 10 {
+			b = append(b, '0')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(b)
 }

@@ -523,6 +523,29 @@ func TestFormatDuration(t *testing.T) {
 			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
+	// The fmt formats it was written with, on random durations.
+	rng := rand.New(rand.NewPCG(7, 11))
+	for range 20000 {
+		d := time.Duration(rng.Int64N(int64(1000*24*time.Hour))) - 10*24*time.Hour
+		if rng.IntN(4) == 0 {
+			d = time.Duration(rng.Int64())
+		}
+		sign, secs := "", int64(d/time.Second)
+		if secs < 0 {
+			sign, secs = "-", -secs
+		}
+		days, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
+		want := fmt.Sprintf("%s%02d:%02d:%02d", sign, h, m, s)
+		if days > 0 {
+			want = fmt.Sprintf("%s%d-%02d:%02d:%02d", sign, days, h, m, s)
+		}
+		if d == cluster.Unlimited {
+			want = "UNLIMITED"
+		}
+		if got := FormatDuration(d); got != want {
+			t.Fatalf("FormatDuration(%d) = %q, want %q", d, got, want)
+		}
+	}
 }
 
 // benchSnapshot: 1,000 nodes (900 busy with 5,000 running jobs, 100 idle),
