@@ -45,6 +45,12 @@ type need struct {
 	who string
 }
 
+// piNeed is a pilot's need, to sort by.
+type piNeed struct {
+	pi int
+	n  need
+}
+
 func (d *decider) giveWay() {
 	d.sc.needs = reuseMap(d.sc.needs)
 	needs := d.sc.needs
@@ -67,11 +73,8 @@ func (d *decider) giveWay() {
 	if len(needs) == 0 {
 		return
 	}
-	type piNeed struct {
-		pi int
-		n  need
-	}
-	pis := make([]piNeed, 0, len(needs))
+	pis := d.sc.pis[:0]
+	defer func() { d.sc.pis = pis }()
 	for pi, n := range needs {
 		pis = append(pis, piNeed{pi, n})
 	}

@@ -46,6 +46,7 @@ type scratch struct {
 	nPools   int
 	chosen   []int
 	needs    map[int]need
+	pis      []piNeed
 	// rulePass's sort: giver and moving window by node, task start by pilot
 	aGiver        []int
 	aMoves, aRead []bool
