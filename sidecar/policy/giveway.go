@@ -412,6 +412,17 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 	return chosen
 }
 
+// union is, by node, inAny(i, parts), in buf.
+func (d *decider) union(parts []string, buf []bool) []bool {
+	buf = reuse(buf, len(d.s.Nodes))
+	for _, name := range parts {
+		for i, in := range d.member(name) {
+			buf[i] = buf[i] || in
+		}
+	}
+	return buf
+}
+
 func (d *decider) inAny(i int, parts []string) bool {
 	for _, name := range parts {
 		if d.member(name)[i] {
@@ -588,13 +599,14 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 		if n, seen := size[j.Partition]; seen && n < max(j.NumNodes, 1) {
 			continue
 		}
-		parts := d.partitions(j)
+		in := d.union(d.partitions(j), d.sc.topIn)
+		d.sc.topIn = in
 		owner := d.owner(j)
 		need := max(j.NumNodes, 1)
 		slots = slots[:0]
 		overlap, usable := false, 0
 		for i := range d.s.Nodes {
-			if !d.inAny(i, parts) {
+			if !in[i] {
 				continue
 			}
 			overlap = overlap || d.wAt[i] >= 0

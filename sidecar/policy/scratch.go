@@ -47,6 +47,7 @@ type scratch struct {
 	chosen   []int
 	needs    map[int]need
 	pis      []piNeed
+	topIn    []bool // ruleTop: a job's partitions' nodes
 	// rulePass's sort: giver and moving window by node, task start by pilot
 	aGiver        []int
 	aMoves, aRead []bool
