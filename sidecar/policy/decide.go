@@ -402,6 +402,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		sc.wAt = reuse(sc.wAt, n)
 		d.wAt = sc.wAt
 		sc.wRank = reuse(sc.wRank, len(w.Nodes))
+		sc.rankK = reuse(sc.rankK, len(s.Jobs))
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}

@@ -503,9 +503,27 @@ func (d *decider) claimRank(wi int) int {
 	if r := d.sc.wRank[wi]; r != 0 {
 		return r - 1
 	}
-	r := d.rankOf(d.win.Nodes[wi].ClaimedBy)
+	var r int
+	if k1 := d.claimK1(wi); k1 > 0 { // rankOf the claimant's ID, once per claimant
+		sc := d.sc
+		if sc.rankK[k1-1] == 0 {
+			sc.rankK[k1-1] = d.rankOf(d.s.Jobs[k1-1].ID) + 2
+		}
+		r = sc.rankK[k1-1] - 2
+	} else {
+		r = d.rankOf(d.win.Nodes[wi].ClaimedBy)
+	}
 	d.sc.wRank[wi] = r + 1
 	return r
+}
+
+// claimK1 is the index, plus 1, of window wi's claimant in the snapshot's
+// jobs when the windows are in node order; 0: not known.
+func (d *decider) claimK1(wi int) int {
+	if !d.sc.winByIdx {
+		return 0
+	}
+	return d.sc.nodes[d.sc.ourIdx[wi]].claimK1
 }
 
 func (d *decider) rankOf(id string) int {

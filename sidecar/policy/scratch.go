@@ -48,6 +48,7 @@ type scratch struct {
 	needs    map[int]need
 	pis      []piNeed
 	topIn    []bool // ruleTop: a job's partitions' nodes
+	rankK    []int  // claimRank: rankOf a job's ID by job, +2 (0: not known yet)
 	// rulePass's sort: giver and moving window by node, task start by pilot
 	aGiver        []int
 	aMoves, aRead []bool

@@ -335,6 +335,7 @@ type nodeCalc struct {
 
 	claim      time.Time // earliest reservation start
 	claimBy    string
+	claimK1    int  // the claimant's index in the snapshot's jobs, plus 1
 	estimated  bool // claim is the shadow estimate
 	slurmClaim bool // in SchedNodes of a non-excluded reserving job
 	exclClaim  bool // in SchedNodes of an excluded job
@@ -356,8 +357,8 @@ type calc struct {
 
 // scanJobs records holders and Slurm's reservations on every node, and
 // returns the reserving pending jobs that backfill has not planned.
-func (c *calc) scanJobs(exclude []bool) []*cluster.Job {
-	var candidates []*cluster.Job
+func (c *calc) scanJobs(exclude []bool) []int {
+	var candidates []int
 	for k := range c.s.Jobs {
 		j := &c.s.Jobs[k]
 		excluded := exclude[k]
@@ -398,14 +399,14 @@ func (c *calc) scanJobs(exclude []bool) []*cluster.Job {
 				continue
 			}
 			if !planned {
-				candidates = append(candidates, j)
+				candidates = append(candidates, k)
 				continue
 			}
 			for _, i := range c.sc.jobNodes(k) {
 				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					c.claim(n, j.Start, j.ID, false)
+					c.claim(n, j.Start, k, false)
 				}
 			}
 		}
@@ -413,9 +414,10 @@ func (c *calc) scanJobs(exclude []bool) []*cluster.Job {
 	return candidates
 }
 
-func (c *calc) claim(n *nodeCalc, at time.Time, id string, estimated bool) {
+// claim notes job k's reservation of n at at.
+func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated bool) {
 	if n.claim.IsZero() || at.Before(n.claim) {
-		n.claim, n.claimBy, n.estimated = at, id, estimated
+		n.claim, n.claimBy, n.claimK1, n.estimated = at, c.s.Jobs[k].ID, k+1, estimated
 	}
 }
 
@@ -509,11 +511,12 @@ type shadowList struct {
 
 // shadow estimates the reservation of the highest-priority reserving job
 // that backfill has not planned, overlaps our partition and can fit.
-func (c *calc) shadow(candidates []*cluster.Job) {
+// candidates are indices of the snapshot's jobs.
+func (c *calc) shadow(candidates []int) {
 	if len(candidates) == 0 {
 		return
 	}
-	slices.SortStableFunc(candidates, func(a, b *cluster.Job) int { return cmp.Compare(b.Priority, a.Priority) })
+	slices.SortStableFunc(candidates, func(a, b int) int { return cmp.Compare(c.s.Jobs[b].Priority, c.s.Jobs[a].Priority) })
 	lists := map[string]*shadowList{}
 	defer func() { // the largest list's memory goes back to the scratch
 		for _, l := range lists {
@@ -522,7 +525,8 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 			}
 		}
 	}()
-	for _, j := range candidates {
+	for _, k := range candidates {
+		j := &c.s.Jobs[k]
 		l, ok := lists[j.Partition]
 		if !ok {
 			l = c.shadowList(j.Partition)
@@ -551,7 +555,7 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 			c.h.never() // a claim at now: not followed further
 		}
 		for _, sn := range first {
-			c.claim(&c.nodes[sn.i], start, j.ID, true)
+			c.claim(&c.nodes[sn.i], start, k, true)
 		}
 		return
 	}
