@@ -339,7 +339,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d.pkeys = sc.pkeys
 	sc.indexJobs(s, &d.names)
 	// The windows leave out the pilots' own jobs (WindowOptions.Exclude).
-	sc.jobExcl = reuse(sc.jobExcl, len(s.Jobs))
+	sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
@@ -358,6 +358,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		if !j.Holds() {
 			if j.Pending() && Reserves(j.Reason) {
 				d.pend = append(d.pend, k)
+				sc.jobRes[k] = true
 			}
 			continue
 		}

@@ -58,6 +58,7 @@ type scratch struct {
 	jn      []int
 	jnStart []int
 	jobExcl []bool // by job: excluded from the windows (a pilot's)
+	jobRes  []bool // by job, of the others: pending and Reserves(Reason)
 	// fifo
 	fifoCands, fifoRetiring, fifoMine []int
 	fifoUsed                          []bool

@@ -275,9 +275,10 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
 	if !decider { // Decide did this, and excludes its pilots' jobs
 		sc.indexJobs(s, names)
-		sc.jobExcl = reuse(sc.jobExcl, len(s.Jobs))
+		sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
 		for k := range s.Jobs {
 			sc.jobExcl[k] = opt.Exclude[s.Jobs[k].ID]
+			sc.jobRes[k] = s.Jobs[k].Pending() && Reserves(s.Jobs[k].Reason)
 		}
 	}
 	candidates := c.scanJobs(sc.jobExcl)
@@ -395,7 +396,7 @@ func (c *calc) scanJobs(exclude []bool) []int {
 				}
 				continue
 			}
-			if !Reserves(j.Reason) {
+			if !c.sc.jobRes[k] { // Reserves(j.Reason)
 				continue
 			}
 			if !planned {
