@@ -160,7 +160,7 @@ func (d *decider) fifo() {
 		if d.gone[pi] || p.State != PilotRunning || d.modeOf(p) == Thesis || d.job(p) == nil {
 			continue
 		}
-		if i, ok := d.nodeIdx[p.Node]; !ok || d.wAt[i] < 0 {
+		if i, ok := d.names.get(p.Node); !ok || d.wAt[i] < 0 {
 			continue
 		}
 		if p.Retiring {
@@ -174,7 +174,10 @@ func (d *decider) fifo() {
 	}
 	d.sc.fifoUsed = reuse(d.sc.fifoUsed, len(d.st.Pilots))
 	used := d.sc.fifoUsed
-	later := func(pi, ji int) bool { return d.jobIdx[d.st.Pilots[pi].Job] > ji }
+	later := func(pi, ji int) bool { // jobIdx[Job] > ji, 0 for none
+		d.jobOf(pi)
+		return max(d.sc.pjob[pi].ji, 0) > ji
+	}
 	for ji := range d.st.Jobs {
 		left := d.uncovered[ji]
 		if left <= 0 {
@@ -193,7 +196,7 @@ func (d *decider) fifo() {
 		}
 		mine := d.sc.fifoMine[:0]
 		for _, pi := range cands {
-			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeIdx[d.st.Pilots[pi].Node]]], minTL) {
+			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeOf(pi)]], minTL) {
 				mine = append(mine, pi)
 			}
 		}
@@ -214,6 +217,13 @@ func (d *decider) fifo() {
 			d.emit(a)
 		}
 	}
+}
+
+// nodeOf is the index of running pilot pi's node, which is in the
+// snapshot.
+func (d *decider) nodeOf(pi int) int {
+	i, _ := d.names.get(d.st.Pilots[pi].Node)
+	return i
 }
 
 // freeOrder orders running pilots by when they are free of their task:
