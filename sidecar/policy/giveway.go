@@ -78,11 +78,24 @@ func (d *decider) giveWay() {
 	for pi, n := range needs {
 		pis = append(pis, piNeed{pi, n})
 	}
+	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once:
+	// what it notes is noted the first time.
+	d.sc.lossH = reuse(d.sc.lossH, len(d.st.Pilots))
+	lossH := d.sc.lossH
+	losslessH := func(pi int) bool {
+		if lossH[pi] == 0 {
+			lossH[pi] = 1
+			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+				lossH[pi] = 2
+			}
+		}
+		return lossH[pi] == 2
+	}
 	slices.SortFunc(pis, func(a, b piNeed) int {
 		if c := d.cmpM(a.n.by, b.n.by); c != 0 {
 			return c
 		}
-		return d.giveOrder(a.pi, b.pi)
+		return d.giveOrderOf(a.pi, b.pi, losslessH(a.pi), losslessH(b.pi))
 	})
 	for _, pn := range pis {
 		pi, n := pn.pi, pn.n

@@ -27,6 +27,7 @@ type scratch struct {
 	startedRank                               []bool
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
+	lossH                                     []int8 // giveWay's sort: the same
 	slots                                     []topSlot
 	withs                                     []mtime    // ruleTop
 	pjob                                      []pilotJob // job of a pilot, by pilot
