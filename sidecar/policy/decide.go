@@ -235,12 +235,10 @@ type decider struct {
 
 	jobIdx   map[string]int // elastic job id -> index
 	baseOf   map[string]int // base job id -> elastic job index
-	pilotIdx map[string]int // pilot id -> index, unless pilotsByNum
-	// pilotsByNum: the pilots' IDs are plain numbers in increasing order
-	pilotsByNum bool
-	gone        []bool // pilot cancelled or retired this round
-	acts        []Action
-	timedOut    bool
+	pilotIdx map[string]int // pilot id -> index
+	gone     []bool         // pilot cancelled or retired this round
+	acts     []Action
+	timedOut bool
 
 	nodeIdx map[string]int
 	names   nodeNames  // nodeIdx, faster
@@ -313,6 +311,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 	for i, p := range st.Pilots {
+		d.pilotIdx[p.ID] = i
 		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)
@@ -338,26 +337,12 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i]))
 	}
 	d.pkeys = sc.pkeys
-	// Pilots whose IDs are plain numbers, increasing (as a daemon or the
-	// simulator numbers them), are found by number; else by the map.
-	d.pilotsByNum = true
-	for i := range d.pkeys {
-		if d.pkeys[i].num < 0 || i > 0 && d.pkeys[i].num <= d.pkeys[i-1].num {
-			d.pilotsByNum = false
-			break
-		}
-	}
-	if !d.pilotsByNum {
-		for i, p := range st.Pilots {
-			d.pilotIdx[p.ID] = i
-		}
-	}
 	sc.indexJobs(s, &d.names)
 	// The windows leave out the pilots' own jobs (WindowOptions.Exclude).
 	sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
-		if pi, ok := d.pilotOf(j.ID); ok {
+		if pi, ok := d.pilotIdx[j.ID]; ok {
 			sc.jobExcl[k] = true
 			p := &d.st.Pilots[pi]
 			if p.Node == "" {
@@ -431,20 +416,6 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 	return d
-}
-
-// pilotOf is the index of the pilot with this ID (the last, if several).
-func (d *decider) pilotOf(id string) (int, bool) {
-	if !d.pilotsByNum {
-		pi, ok := d.pilotIdx[id]
-		return pi, ok
-	}
-	// A plain number equals a plain number's string only if the numbers do.
-	v, ok := parsePlainNumber(id)
-	if !ok {
-		return 0, false
-	}
-	return slices.BinarySearchFunc(d.pkeys, int64(v), func(k pilotKey, v int64) int { return cmp.Compare(k.num, v) })
 }
 
 // job returns the elastic job a pilot serves, or nil for an orphan.

@@ -820,33 +820,3 @@ func TestPendingTimeLimit(t *testing.T) {
 		}
 	}
 }
-
-// TestPilotOf: the lookup by number agrees with the map of IDs, for IDs
-// in increasing numeric order (by number) and otherwise (by map).
-func TestPilotOf(t *testing.T) {
-	for _, ids := range [][]string{
-		{"3", "7", "12", "100"},
-		{"3", "12", "7"},
-		{"3", "3", "5"},
-		{"007", "8"},
-		{"a1", "2"},
-		{},
-	} {
-		st := State{}
-		for _, id := range ids {
-			st.Pilots = append(st.Pilots, Pilot{ID: id, Job: "j"})
-		}
-		d := newDecider(snap(nil, nil), st, DefaultConfig(), now, false, nil)
-		want := map[string]int{}
-		for i, id := range ids {
-			want[id] = i
-		}
-		for _, id := range []string{"3", "7", "12", "100", "5", "8", "007", "7 ", "a1", "2", "", "99999999999999999999"} {
-			pi, ok := d.pilotOf(id)
-			wpi, wok := want[id]
-			if ok != wok || ok && pi != wpi {
-				t.Errorf("pilots %q: pilotOf(%q) = %d, %v; want %d, %v", ids, id, pi, ok, wpi, wok)
-			}
-		}
-	}
-}

@@ -209,7 +209,7 @@ func (d *decider) thesisRunning() []thesisJob {
 			continue
 		}
 		left := leftOf(j.TimeLimit, j.Start, j.End)
-		if pi, ok := d.pilotOf(j.ID); ok {
+		if pi, ok := d.pilotIdx[j.ID]; ok {
 			seen[j.ID] = true
 			p := &d.st.Pilots[pi]
 			if p.End.IsZero() {
