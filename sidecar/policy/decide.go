@@ -236,8 +236,7 @@ type decider struct {
 	jobIdx   map[string]int // elastic job id -> index
 	baseOf   map[string]int // base job id -> elastic job index
 	pilotIdx map[string]int // pilot id -> index
-	exclude  map[string]bool
-	gone     []bool // pilot cancelled or retired this round
+	gone     []bool         // pilot cancelled or retired this round
 	acts     []Action
 	timedOut bool
 
@@ -284,8 +283,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d := &sc.dec
 	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
 	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
-	sc.exclude, sc.started = reuseMap(sc.exclude), reuseMap(sc.started)
-	d.jobIdx, d.baseOf, d.pilotIdx, d.exclude, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.exclude, sc.started
+	sc.started = reuseMap(sc.started)
+	d.jobIdx, d.baseOf, d.pilotIdx, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.started
 	sc.gone = reuse(sc.gone, len(st.Pilots))
 	d.gone = sc.gone
 	sc.pjob = reuse(sc.pjob, len(st.Pilots))
@@ -313,7 +312,6 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	for i, p := range st.Pilots {
 		d.pilotIdx[p.ID] = i
-		d.exclude[p.ID] = true
 		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)
@@ -339,9 +337,13 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i]))
 	}
 	d.pkeys = sc.pkeys
+	sc.indexJobs(s, &d.names)
+	// The windows leave out the pilots' own jobs (WindowOptions.Exclude).
+	sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
 	for k := range s.Jobs {
 		j := &s.Jobs[k]
 		if pi, ok := d.pilotIdx[j.ID]; ok {
+			sc.jobExcl[k] = true
 			p := &d.st.Pilots[pi]
 			if p.Node == "" {
 				switch {
@@ -356,12 +358,12 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		if !j.Holds() {
 			if j.Pending() && Reserves(j.Reason) {
 				d.pend = append(d.pend, k)
+				sc.jobRes[k] = true
 			}
 			continue
 		}
-		for _, name := range j.Nodes {
-			i, ok := d.names.get(name)
-			if !ok {
+		for _, i := range sc.jobNodes(k) {
+			if i < 0 {
 				continue
 			}
 			d.held[i] = true
@@ -395,17 +397,20 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 
-	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition, Exclude: d.exclude}, d.h, &d.names, sc)
+	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition}, d.h, &d.names, sc)
 	if err == nil {
 		d.win, d.winOK = w, true
 		sc.wAt = reuse(sc.wAt, n)
 		d.wAt = sc.wAt
 		sc.wRank = reuse(sc.wRank, len(w.Nodes))
+		sc.rankK = reuse(sc.rankK, len(s.Jobs))
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}
 		for wi := range w.Nodes {
-			if i, ok := d.names.get(w.Nodes[wi].Node); ok {
+			if sc.winByIdx {
+				d.wAt[sc.ourIdx[wi]] = wi
+			} else if i, ok := d.names.get(w.Nodes[wi].Node); ok {
 				d.wAt[i] = wi
 			}
 		}
@@ -504,13 +509,22 @@ func (d *decider) giveOrder(a, b int) int {
 
 // giveOrderOf is giveOrder with the pilots' lossless(pi, now + Grace).
 func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
+	var sa, sb int64
+	if !la && !lb {
+		sa, sb = d.taskStart(a), d.taskStart(b)
+	}
+	return d.giveOrderStarts(a, b, la, lb, sa, sb)
+}
+
+// giveOrderStarts is giveOrderOf with the pilots' taskStart, read only if
+// neither is lossless.
+func (d *decider) giveOrderStarts(a, b int, la, lb bool, sa, sb int64) int {
 	switch {
 	case la && !lb:
 		return -1
 	case lb && !la:
 		return 1
 	case !la:
-		sa, sb := d.taskStart(a), d.taskStart(b)
 		switch {
 		case (sa == neverNs) != (sb == neverNs): // unknown last
 			if sa == neverNs {
@@ -527,13 +541,21 @@ func (d *decider) giveOrderOf(a, b int, la, lb bool) int {
 // taskStart is when busy pilot pi's task started (TaskEnd minus its job's
 // TaskTime); neverNs: unknown.
 func (d *decider) taskStart(pi int) int64 {
+	t, read := d.taskStartOf(pi)
+	if read {
+		d.h.readTaskEnds()
+	}
+	return t
+}
+
+// taskStartOf is taskStart without the note; read: it read the task end.
+func (d *decider) taskStartOf(pi int) (int64, bool) {
 	p := &d.st.Pilots[pi]
 	j := d.jobOf(pi)
 	if !p.Busy || p.TaskEnd.IsZero() || j == nil || j.TaskTime <= 0 {
-		return neverNs
+		return neverNs, false
 	}
-	d.h.readTaskEnds()
-	return satAdd(d.pkeys[pi].taskEnd, -int64(j.TaskTime))
+	return satAdd(d.pkeys[pi].taskEnd, -int64(j.TaskTime)), true
 }
 
 // lossless reports whether running pilot pi can leave by t without
@@ -671,10 +693,17 @@ func (d *decider) member(name string) []bool {
 	if m, ok := d.partMember[name]; ok {
 		return m
 	}
+	sc := d.sc
 	if d.partMember == nil {
-		d.partMember = map[string][]bool{}
+		sc.partMember, sc.nMembers = reuseMap(sc.partMember), 0
+		d.partMember = sc.partMember
 	}
-	m := make([]bool, len(d.s.Nodes))
+	if sc.nMembers == len(sc.members) {
+		sc.members = append(sc.members, nil)
+	}
+	m := reuse(sc.members[sc.nMembers], len(d.s.Nodes))
+	sc.members[sc.nMembers] = m
+	sc.nMembers++
 	if p := d.s.Partition(name); p != nil {
 		for k, n := range p.Nodes {
 			if i, ok := nodeAt(d.s, d.nodeIdx, k, n); ok {
@@ -683,7 +712,7 @@ func (d *decider) member(name string) []bool {
 		}
 	}
 	for i := range d.s.Nodes {
-		if slices.Contains(d.s.Nodes[i].Partitions, name) {
+		if !m[i] && slices.Contains(d.s.Nodes[i].Partitions, name) {
 			m[i] = true
 		}
 	}
@@ -929,7 +958,7 @@ func (d *decider) submit() {
 			budget--
 			d.uncovered[ji]--
 			d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl,
-				Reason: fmt.Sprintf("window %s, work %s", FormatDuration(c.window), FormatDuration(workCap))})
+				Reason: "window " + FormatDuration(c.window) + ", work " + FormatDuration(workCap)})
 		}
 	}
 }

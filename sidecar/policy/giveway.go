@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -46,8 +45,15 @@ type need struct {
 	who string
 }
 
+// piNeed is a pilot's need, to sort by.
+type piNeed struct {
+	pi int
+	n  need
+}
+
 func (d *decider) giveWay() {
-	needs := map[int]need{}
+	d.sc.needs = reuseMap(d.sc.needs)
+	needs := d.sc.needs
 	add := func(pi int, by mtime, who string) {
 		if d.cmpM(by, d.nowPlus(0)) < 0 {
 			by = d.nowPlus(0)
@@ -67,19 +73,33 @@ func (d *decider) giveWay() {
 	if len(needs) == 0 {
 		return
 	}
-	pis := make([]int, 0, len(needs))
-	for pi := range needs {
-		pis = append(pis, pi)
+	pis := d.sc.pis[:0]
+	defer func() { d.sc.pis = pis }()
+	for pi, n := range needs {
+		pis = append(pis, piNeed{pi, n})
 	}
-	slices.SortFunc(pis, func(a, b int) int {
-		if c := d.cmpM(needs[a].by, needs[b].by); c != 0 {
+	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once:
+	// what it notes is noted the first time.
+	d.sc.lossH = reuse(d.sc.lossH, len(d.st.Pilots))
+	lossH := d.sc.lossH
+	losslessH := func(pi int) bool {
+		if lossH[pi] == 0 {
+			lossH[pi] = 1
+			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+				lossH[pi] = 2
+			}
+		}
+		return lossH[pi] == 2
+	}
+	slices.SortFunc(pis, func(a, b piNeed) int {
+		if c := d.cmpM(a.n.by, b.n.by); c != 0 {
 			return c
 		}
-		return d.giveOrder(a, b)
+		return d.giveOrderOf(a.pi, b.pi, losslessH(a.pi), losslessH(b.pi))
 	})
-	for _, pi := range pis {
+	for _, pn := range pis {
+		pi, n := pn.pi, pn.n
 		p := &d.st.Pilots[pi]
-		n := needs[pi]
 		a := Action{Kind: CancelPilot, Cause: CauseGiveWay, Job: d.actionJob(pi), Pilot: p.ID, Node: p.Node, Claimant: n.who, By: d.timeOf(n.by.t)}
 		// Far off, or the pilot's task ends by the need anyway: retire.
 		if d.cmpM(n.by, d.nowPlus(d.cfg.RetireHorizon)) > 0 || p.Busy && !d.lossless(pi, d.nowPlus(d.cfg.Grace)) && d.lossless(pi, n.by) {
@@ -91,7 +111,7 @@ func (d *decider) giveWay() {
 		} else {
 			d.gone[pi] = true
 		}
-		a.Reason = fmt.Sprintf("%s needs %s in %s", n.who, p.Node, FormatDuration(time.Duration(n.by.t-d.nowNs)))
+		a.Reason = n.who + " needs " + p.Node + " in " + FormatDuration(time.Duration(n.by.t-d.nowNs))
 		d.emit(a)
 	}
 }
@@ -218,7 +238,13 @@ func (ps *pools) of(j *cluster.Job) *pool {
 	if p, ok := ps.byKey[j.Partition]; ok {
 		return p
 	}
-	p := &pool{parts: ps.d.partitions(j)}
+	sc := ps.d.sc
+	if sc.nPools == len(sc.pools) {
+		sc.pools = append(sc.pools, pool{})
+	}
+	p := &sc.pools[sc.nPools]
+	sc.nPools++
+	*p = pool{nodes: p.nodes[:0], parts: ps.d.partitions(j)}
 	for _, i := range ps.all {
 		if ps.d.inAny(i, p.parts) {
 			p.nodes = append(p.nodes, i)
@@ -242,7 +268,9 @@ func (ps *pools) take(i int) {
 
 // rulePass runs rules A and B over the pending jobs by priority.
 func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
-	ps := &pools{d: d, byKey: map[string]*pool{}}
+	d.sc.poolKey, d.sc.nPools = reuseMap(d.sc.poolKey), 0
+	ps := &pools{d: d, byKey: d.sc.poolKey, all: d.sc.poolAll[:0], list: d.sc.poolList[:0]}
+	defer func() { d.sc.poolAll, d.sc.poolList = ps.all, ps.list }()
 	d.sc.wClaim, d.sc.eClaim = reuse(d.sc.wClaim, len(d.s.Nodes)), reuse(d.sc.eClaim, len(d.s.Nodes))
 	d.sc.startedRank = reuse(d.sc.startedRank, len(d.pend))
 	d.wClaim, d.eClaim, d.startedRank = d.sc.wClaim, d.sc.eClaim, d.sc.startedRank
@@ -277,23 +305,36 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	// lossless(pi, now + Grace) of each pilot the sort compares, noted in
 	// pilotOrder the first time: a second call would note the same.
 	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots))
-	losslessNow := func(pi int) bool {
-		if d.sc.loss[pi] == 0 {
-			h := d.h
-			d.h = d.pilotOrder
-			d.sc.loss[pi] = 1
-			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
-				d.sc.loss[pi] = 2
-			}
-			d.h = h
+	loss := d.sc.loss
+	noteLoss := func(pi int) {
+		h := d.h
+		d.h = d.pilotOrder
+		loss[pi] = 1
+		if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+			loss[pi] = 2
 		}
-		return d.sc.loss[pi] == 2
+		d.h = h
+	}
+	// What the comparisons read, looked up once: each node's giver and
+	// whether its window moves; each pilot's task start (taskStart,
+	// whose read of the task ends is noted in pilotOrder as it would be).
+	sc := d.sc
+	sc.aGiver, sc.aMoves = reuse(sc.aGiver, len(d.s.Nodes)), reuse(sc.aMoves, len(d.s.Nodes))
+	sc.aStart, sc.aRead = reuse(sc.aStart, len(d.st.Pilots)), reuse(sc.aRead, len(d.st.Pilots))
+	for _, i := range ps.all {
+		pi := d.giver(i)
+		sc.aGiver[i] = pi
+		if pi < 0 {
+			sc.aMoves[i] = d.winMoves(&d.win.Nodes[d.wAt[i]])
+		} else {
+			sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
+		}
 	}
 	slices.SortFunc(ps.all, func(a, b int) int {
-		pa, pb := d.giver(a), d.giver(b)
+		pa, pb := sc.aGiver[a], sc.aGiver[b]
 		switch {
 		case pa < 0 && pb < 0:
-			if c := d.cmpWin(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]]); c != 0 {
+			if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
 				return c
 			}
 			return d.names.cmp(a, b, nil)
@@ -302,14 +343,26 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		case pb < 0:
 			return 1
 		}
-		// taskStart's read of the task ends is the order's too.
-		h := d.h
-		d.h = d.pilotOrder
-		c := d.giveOrderOf(pa, pb, losslessNow(pa), losslessNow(pb))
-		d.h = h
-		return c
+		// giveOrderOf(pa, pb, lossless(pa, now + Grace), lossless(pb, ...)),
+		// its notes in pilotOrder.
+		if loss[pa] == 0 {
+			noteLoss(pa)
+		}
+		if loss[pb] == 0 {
+			noteLoss(pb)
+		}
+		la, lb := loss[pa] == 2, loss[pb] == 2
+		var sa, sb int64
+		if !la && !lb {
+			if sc.aRead[pa] || sc.aRead[pb] {
+				d.pilotOrder.readTaskEnds()
+			}
+			sa, sb = sc.aStart[pa], sc.aStart[pb]
+		}
+		return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
 	})
-	var chosen []int
+	chosen := d.sc.chosen[:0]
+	defer func() { d.sc.chosen = chosen }()
 	for r, k := range d.pend {
 		j := &d.s.Jobs[k]
 		if d.started[j.ID] {
@@ -317,7 +370,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		}
 		chosen = d.startNow(j, r, ps, chosen, add)
 		if givers && !d.started[j.ID] {
-			d.planned(j, r, add)
+			d.planned(j, k, r, add)
 		}
 	}
 }
@@ -370,6 +423,17 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 		}
 	}
 	return chosen
+}
+
+// union is, by node, inAny(i, parts), in buf.
+func (d *decider) union(parts []string, buf []bool) []bool {
+	buf = reuse(buf, len(d.s.Nodes))
+	for _, name := range parts {
+		for i, in := range d.member(name) {
+			buf[i] = buf[i] || in
+		}
+	}
+	return buf
 }
 
 func (d *decider) inAny(i int, parts []string) bool {
@@ -452,9 +516,27 @@ func (d *decider) claimRank(wi int) int {
 	if r := d.sc.wRank[wi]; r != 0 {
 		return r - 1
 	}
-	r := d.rankOf(d.win.Nodes[wi].ClaimedBy)
+	var r int
+	if k1 := d.claimK1(wi); k1 > 0 { // rankOf the claimant's ID, once per claimant
+		sc := d.sc
+		if sc.rankK[k1-1] == 0 {
+			sc.rankK[k1-1] = d.rankOf(d.s.Jobs[k1-1].ID) + 2
+		}
+		r = sc.rankK[k1-1] - 2
+	} else {
+		r = d.rankOf(d.win.Nodes[wi].ClaimedBy)
+	}
 	d.sc.wRank[wi] = r + 1
 	return r
+}
+
+// claimK1 is the index, plus 1, of window wi's claimant in the snapshot's
+// jobs when the windows are in node order; 0: not known.
+func (d *decider) claimK1(wi int) int {
+	if !d.sc.winByIdx {
+		return 0
+	}
+	return d.sc.nodes[d.sc.ourIdx[wi]].claimK1
 }
 
 func (d *decider) rankOf(id string) int {
@@ -466,21 +548,13 @@ func (d *decider) rankOf(id string) int {
 
 // planned is rule B for pending job j of rank r: Slurm planned it later
 // than it could start on the same nodes without the pilots there.
-func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
+func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)) {
 	if len(j.SchedNodes) == 0 || j.Start.IsZero() || d.cmpM(fixed(j.Start), d.nowPlus(d.cfg.Grace)) <= 0 {
 		return
 	}
 	owner := d.owner(j)
 	// The plan's nodes as indices (-1: not in the snapshot), looked up once.
-	idx := d.sc.sched[:0]
-	for _, name := range j.SchedNodes {
-		i, ok := d.names.get(name)
-		if !ok {
-			i = -1
-		}
-		idx = append(idx, i)
-	}
-	d.sc.sched = idx
+	idx := d.sc.jobNodes(k)
 	behind := false
 	for _, i := range idx {
 		if i >= 0 && d.pilotOn[i] >= 0 && d.gives(d.pilotOn[i], owner) {
@@ -502,11 +576,11 @@ func (d *decider) planned(j *cluster.Job, r int, add func(int, mtime, string)) {
 		}
 		// A higher-priority job planned there before j: j waits for it
 		// too. (A lower one's reservation cannot delay j.)
-		if wi := d.wAt[i]; wi >= 0 {
+		if wi := d.wAt[i]; wi >= 0 && !d.win.Nodes[wi].Until.IsZero() {
 			w := &d.win.Nodes[wi]
 			cr := d.claimRank(wi)
 			known := cr >= 0
-			if !w.Until.IsZero() && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] && w.Until.Before(j.Start) && (!known || cr < r) {
+			if (!known || cr < r) && w.Until.Before(j.Start) && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
 				if !known {
 					return
 				}
@@ -556,13 +630,14 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 		if n, seen := size[j.Partition]; seen && n < max(j.NumNodes, 1) {
 			continue
 		}
-		parts := d.partitions(j)
+		in := d.union(d.partitions(j), d.sc.topIn)
+		d.sc.topIn = in
 		owner := d.owner(j)
 		need := max(j.NumNodes, 1)
 		slots = slots[:0]
 		overlap, usable := false, 0
 		for i := range d.s.Nodes {
-			if !d.inAny(i, parts) {
+			if !in[i] {
 				continue
 			}
 			overlap = overlap || d.wAt[i] >= 0

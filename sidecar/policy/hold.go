@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"math"
 	"time"
 
@@ -81,6 +80,15 @@ const neverNs = math.MinInt64
 
 // ns is t as Unix nanoseconds, neverNs for the zero time.
 func ns(t time.Time) int64 {
+	// Fast path: well inside int64's range (1679-2261), where the zero
+	// time (year 1) is not.
+	if sec := t.Unix(); sec > -9e9 && sec < 9e9 {
+		return t.UnixNano()
+	}
+	return nsSlow(t)
+}
+
+func nsSlow(t time.Time) int64 {
 	switch {
 	case t.IsZero():
 		return neverNs
@@ -211,7 +219,7 @@ func (t mtime) add(off time.Duration) mtime {
 // one overtakes a fixed one. Never is compared as it is (the callers test
 // it first).
 func (d *decider) cmpM(a, b mtime) int {
-	if d.h != nil && a.mv != b.mv && !a.never() && !b.never() {
+	if a.mv != b.mv && d.h != nil && !a.never() && !b.never() {
 		m, x := a, b
 		if b.mv {
 			m, x = b, a
@@ -219,7 +227,13 @@ func (d *decider) cmpM(a, b mtime) int {
 		// m = now + k meets x when now reaches x - k.
 		d.h.flipNs(satAdd(x.t, -(m.t - d.nowNs)))
 	}
-	return cmp.Compare(a.t, b.t)
+	if a.t < b.t {
+		return -1
+	}
+	if a.t > b.t {
+		return 1
+	}
+	return 0
 }
 
 // maxM is the later of a and b (b on a tie, as maxTime).
@@ -239,7 +253,11 @@ func (d *decider) winMoves(w *NodeWindow) bool {
 // cmpWin compares two windows' FreeFor, noting when a shrinking one
 // crosses a fixed one.
 func (d *decider) cmpWin(a, b *NodeWindow) int {
-	ma, mb := d.winMoves(a), d.winMoves(b)
+	return d.cmpWinMoves(a, b, d.winMoves(a), d.winMoves(b))
+}
+
+// cmpWinMoves is cmpWin with winMoves of a and b.
+func (d *decider) cmpWinMoves(a, b *NodeWindow, ma, mb bool) int {
 	if ma != mb {
 		m, k := a, b.FreeFor
 		if mb {

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Pools: the Thesis-mode jobs of one owner (ElasticJob.Owner) are served by
@@ -152,13 +153,14 @@ func (d *decider) fifo() {
 	if len(d.uncovered) == 0 {
 		return // submit stopped before it looked at the jobs (MaxPendingPilots)
 	}
-	var cands, retiring []int
+	cands, retiring := d.sc.fifoCands[:0], d.sc.fifoRetiring[:0]
+	defer func() { d.sc.fifoCands, d.sc.fifoRetiring = cands, retiring }()
 	for pi := range d.st.Pilots {
 		p := &d.st.Pilots[pi]
 		if d.gone[pi] || p.State != PilotRunning || d.modeOf(p) == Thesis || d.job(p) == nil {
 			continue
 		}
-		if i, ok := d.nodeIdx[p.Node]; !ok || d.wAt[i] < 0 {
+		if i, ok := d.names.get(p.Node); !ok || d.wAt[i] < 0 {
 			continue
 		}
 		if p.Retiring {
@@ -170,8 +172,12 @@ func (d *decider) fifo() {
 	if len(cands)+len(retiring) == 0 {
 		return
 	}
-	used := make([]bool, len(d.st.Pilots))
-	later := func(pi, ji int) bool { return d.jobIdx[d.st.Pilots[pi].Job] > ji }
+	d.sc.fifoUsed = reuse(d.sc.fifoUsed, len(d.st.Pilots))
+	used := d.sc.fifoUsed
+	later := func(pi, ji int) bool { // jobIdx[Job] > ji, 0 for none
+		d.jobOf(pi)
+		return max(d.sc.pjob[pi].ji, 0) > ji
+	}
 	for ji := range d.st.Jobs {
 		left := d.uncovered[ji]
 		if left <= 0 {
@@ -188,12 +194,13 @@ func (d *decider) fifo() {
 		if j.TaskTime > 0 {
 			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
 		}
-		var mine []int
+		mine := d.sc.fifoMine[:0]
 		for _, pi := range cands {
-			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeIdx[d.st.Pilots[pi].Node]]], minTL) {
+			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeOf(pi)]], minTL) {
 				mine = append(mine, pi)
 			}
 		}
+		d.sc.fifoMine = mine
 		if left <= 0 || len(mine) == 0 {
 			continue
 		}
@@ -202,7 +209,7 @@ func (d *decider) fifo() {
 			used[pi] = true
 			p := &d.st.Pilots[pi]
 			a := Action{Kind: RetirePilot, Cause: CauseGiveWay, Job: p.Job, Pilot: p.ID, Node: p.Node, Claimant: j.ID, By: d.now,
-				Reason: fmt.Sprintf("%s, earlier, has %d tasks no pilot takes", j.ID, d.uncovered[ji])}
+				Reason: j.ID + ", earlier, has " + strconv.Itoa(d.uncovered[ji]) + " tasks no pilot takes"}
 			if !d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
 				a.Kind = CancelPilot
 				d.gone[pi] = true
@@ -210,6 +217,13 @@ func (d *decider) fifo() {
 			d.emit(a)
 		}
 	}
+}
+
+// nodeOf is the index of running pilot pi's node, which is in the
+// snapshot.
+func (d *decider) nodeOf(pi int) int {
+	i, _ := d.names.get(d.st.Pilots[pi].Node)
+	return i
 }
 
 // freeOrder orders running pilots by when they are free of their task:

@@ -15,9 +15,9 @@ type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
 	// nodeIdx and names are of the nodes named nodeNames: the last
 	// decision's, kept when the next snapshot names the same nodes.
-	nodeNames        []string
-	names            nodeNames
-	exclude, started map[string]bool
+	nodeNames []string
+	names     nodeNames
+	started   map[string]bool
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
@@ -25,9 +25,9 @@ type scratch struct {
 	heldEnd                                   []int64
 	wClaim, eClaim                            []rankClaim
 	startedRank                               []bool
-	sched                                     []int // planned: a plan\'s nodes
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
+	lossH                                     []int8 // giveWay's sort: the same
 	slots                                     []topSlot
 	withs                                     []mtime    // ruleTop
 	pjob                                      []pilotJob // job of a pilot, by pilot
@@ -35,14 +35,47 @@ type scratch struct {
 
 	dec decider // the decision itself
 
+	// member: the partitions' node sets, nMembers of members in use
+	partMember map[string][]bool
+	members    [][]bool
+	nMembers   int
+	// rulePass: its pools, nPools of pools in use
+	poolKey  map[string]*pool
+	poolList []*pool
+	poolAll  []int
+	pools    []pool
+	nPools   int
+	chosen   []int
+	needs    map[int]need
+	pis      []piNeed
+	topIn    []bool // ruleTop: a job's partitions' nodes
+	rankK    []int  // claimRank: rankOf a job's ID by job, +2 (0: not known yet)
+	// rulePass's sort: giver and moving window by node, task start by pilot
+	aGiver        []int
+	aMoves, aRead []bool
+	aStart        []int64
+	// indexJobs: each job's Nodes (if it holds them) or SchedNodes (if
+	// pending) as node indices, -1 for a name not in the snapshot
+	jn      []int
+	jnStart []int
+	jobExcl []bool // by job: excluded from the windows (a pilot's)
+	jobRes  []bool // by job, of the others: pending and Reserves(Reason)
+	// fifo
+	fifoCands, fifoRetiring, fifoMine []int
+	fifoUsed                          []bool
+
 	// backfillWindows
 	nodes   []nodeCalc
 	stamp   []int
 	ours    []bool
 	windows []NodeWindow
 	shadow  []shadowNode
-	ourIdx  []int // the pilot partition's nodes
-	listIdx []int // shadowList: its partitions' nodes
+	// firstNodes: the nodes a shadow claim takes
+	shadowTop []shadowNode
+	ourIdx    []int // the pilot partition's nodes
+	// winByIdx: the windows are in ourIdx's order, one per node
+	winByIdx bool
+	listIdx  []int // shadowList: its partitions' nodes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -80,3 +113,33 @@ func (sc *scratch) sameNodes(s *cluster.Snapshot) bool {
 	}
 	return true
 }
+
+// indexJobs fills sc.jn for s: the node names of each job looked up once
+// per decision.
+func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
+	sc.jnStart = reuse(sc.jnStart, len(s.Jobs)+1)
+	flat := sc.jn[:0]
+	for k := range s.Jobs {
+		j := &s.Jobs[k]
+		sc.jnStart[k] = len(flat)
+		var list []string
+		switch {
+		case j.Holds():
+			list = j.Nodes
+		case j.Pending():
+			list = j.SchedNodes
+		}
+		for _, name := range list {
+			i, ok := names.get(name)
+			if !ok {
+				i = -1
+			}
+			flat = append(flat, i)
+		}
+	}
+	sc.jnStart[len(s.Jobs)] = len(flat)
+	sc.jn = flat
+}
+
+// jobNodes is job k's node indices (indexJobs).
+func (sc *scratch) jobNodes(k int) []int { return sc.jn[sc.jnStart[k]:sc.jnStart[k+1]] }

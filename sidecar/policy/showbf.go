@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -266,12 +267,21 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		names = &nn
 	}
 	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
+	decider := sc != nil // Decide reads only the nodes' windows
 	if sc == nil {
 		sc = new(scratch)
 	}
 	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
-	candidates := c.scanJobs(opt.Exclude)
+	if !decider { // Decide did this, and excludes its pilots' jobs
+		sc.indexJobs(s, names)
+		sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
+		for k := range s.Jobs {
+			sc.jobExcl[k] = opt.Exclude[s.Jobs[k].ID]
+			sc.jobRes[k] = s.Jobs[k].Pending() && Reserves(s.Jobs[k].Reason)
+		}
+	}
+	candidates := c.scanJobs(sc.jobExcl)
 
 	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
 	sc.ourIdx = ours
@@ -281,12 +291,14 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	c.shadow(candidates)
 
 	sorted := names.dense && len(missing) == 0
+	sc.winByIdx = sorted // out.Nodes[k] is node ours[k]
 	if sorted {
 		slices.Sort(ours) // the nodes' natural order is their order in s
 	}
 	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
 	for _, i := range ours {
-		out.Nodes = append(out.Nodes, c.window(i, part.Up, horizon))
+		out.Nodes = append(out.Nodes, NodeWindow{})
+		c.window(&out.Nodes[len(out.Nodes)-1], i, part.Up, horizon)
 	}
 	for _, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
@@ -294,7 +306,9 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	if !sorted {
 		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
 	}
-	out.Windows = summarize(out.Nodes)
+	if !decider {
+		out.Windows = summarize(out.Nodes)
+	}
 	sc.windows = out.Nodes
 	return out, nil
 }
@@ -322,6 +336,7 @@ type nodeCalc struct {
 
 	claim      time.Time // earliest reservation start
 	claimBy    string
+	claimK1    int  // the claimant's index in the snapshot's jobs, plus 1
 	estimated  bool // claim is the shadow estimate
 	slurmClaim bool // in SchedNodes of a non-excluded reserving job
 	exclClaim  bool // in SchedNodes of an excluded job
@@ -343,16 +358,15 @@ type calc struct {
 
 // scanJobs records holders and Slurm's reservations on every node, and
 // returns the reserving pending jobs that backfill has not planned.
-func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
-	var candidates []*cluster.Job
+func (c *calc) scanJobs(exclude []bool) []int {
+	var candidates []int
 	for k := range c.s.Jobs {
 		j := &c.s.Jobs[k]
-		excluded := exclude[j.ID]
+		excluded := exclude[k]
 		switch {
 		case j.Holds():
-			for _, name := range j.Nodes {
-				i, ok := c.names.get(name)
-				if !ok {
+			for _, i := range c.sc.jobNodes(k) {
+				if i < 0 {
 					continue
 				}
 				n := &c.nodes[i]
@@ -374,26 +388,26 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 			planned := !j.Start.IsZero() && len(j.SchedNodes) > 0
 			if excluded {
 				if planned {
-					for _, name := range j.SchedNodes {
-						if i, ok := c.names.get(name); ok {
+					for _, i := range c.sc.jobNodes(k) {
+						if i >= 0 {
 							c.nodes[i].exclClaim = true
 						}
 					}
 				}
 				continue
 			}
-			if !Reserves(j.Reason) {
+			if !c.sc.jobRes[k] { // Reserves(j.Reason)
 				continue
 			}
 			if !planned {
-				candidates = append(candidates, j)
+				candidates = append(candidates, k)
 				continue
 			}
-			for _, name := range j.SchedNodes {
-				if i, ok := c.names.get(name); ok {
+			for _, i := range c.sc.jobNodes(k) {
+				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					c.claim(n, j.Start, j.ID, false)
+					c.claim(n, j.Start, k, false)
 				}
 			}
 		}
@@ -401,9 +415,10 @@ func (c *calc) scanJobs(exclude map[string]bool) []*cluster.Job {
 	return candidates
 }
 
-func (c *calc) claim(n *nodeCalc, at time.Time, id string, estimated bool) {
+// claim notes job k's reservation of n at at.
+func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated bool) {
 	if n.claim.IsZero() || at.Before(n.claim) {
-		n.claim, n.claimBy, n.estimated = at, id, estimated
+		n.claim, n.claimBy, n.claimK1, n.estimated = at, c.s.Jobs[k].ID, k+1, estimated
 	}
 }
 
@@ -429,7 +444,7 @@ func (c *calc) partitionNodes(name string, idx []int) ([]int, []string) {
 		}
 	}
 	for i := range c.s.Nodes {
-		if slices.Contains(c.s.Nodes[i].Partitions, name) {
+		if c.stamp[i] != c.gen && slices.Contains(c.s.Nodes[i].Partitions, name) {
 			add(i)
 		}
 	}
@@ -471,6 +486,7 @@ func (c *calc) freeAt(i int) time.Time {
 type shadowNode struct {
 	i       int
 	tNs     int64 // when it is free, to sort by (time: shadowTime)
+	tie     int64 // then by this (shadowList)
 	held    bool  // free at its holders' end (endMax), not now
 	ours    bool
 	freeNow bool
@@ -496,11 +512,12 @@ type shadowList struct {
 
 // shadow estimates the reservation of the highest-priority reserving job
 // that backfill has not planned, overlaps our partition and can fit.
-func (c *calc) shadow(candidates []*cluster.Job) {
+// candidates are indices of the snapshot's jobs.
+func (c *calc) shadow(candidates []int) {
 	if len(candidates) == 0 {
 		return
 	}
-	slices.SortStableFunc(candidates, func(a, b *cluster.Job) int { return cmp.Compare(b.Priority, a.Priority) })
+	slices.SortStableFunc(candidates, func(a, b int) int { return cmp.Compare(c.s.Jobs[b].Priority, c.s.Jobs[a].Priority) })
 	lists := map[string]*shadowList{}
 	defer func() { // the largest list's memory goes back to the scratch
 		for _, l := range lists {
@@ -509,7 +526,8 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 			}
 		}
 	}()
-	for _, j := range candidates {
+	for _, k := range candidates {
+		j := &c.s.Jobs[k]
 		l, ok := lists[j.Partition]
 		if !ok {
 			l = c.shadowList(j.Partition)
@@ -519,7 +537,8 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 		if !l.overlap || len(l.nodes) < need {
 			continue
 		}
-		start := c.shadowTime(l.nodes[need-1])
+		first := c.firstNodes(l, need)
+		start := c.shadowTime(first[need-1])
 		moving := !start.After(c.now) // now itself: it moves with the clock
 		if !j.Start.IsZero() && moving {
 			c.h.flip(j.Start)
@@ -536,11 +555,66 @@ func (c *calc) shadow(candidates []*cluster.Job) {
 		if moving {
 			c.h.never() // a claim at now: not followed further
 		}
-		for _, sn := range l.nodes[:need] {
-			c.claim(&c.nodes[sn.i], start, j.ID, true)
+		for _, sn := range first {
+			c.claim(&c.nodes[sn.i], start, k, true)
 		}
 		return
 	}
+}
+
+// shadowCmp is the order of a shadow list: by time, then tie.
+func shadowCmp(a, b shadowNode) int {
+	if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
+		return r
+	}
+	return cmp.Compare(a.tie, b.tie)
+}
+
+// firstNodes is the first need nodes of l in shadowCmp's order. With
+// names that number consecutively no two nodes compare equal, so the
+// need smallest, found with a heap, are those a full sort puts first;
+// otherwise (equal names could tie) l is sorted whole, as it always was.
+func (c *calc) firstNodes(l *shadowList, need int) []shadowNode {
+	if !c.names.dense || need*4 >= len(l.nodes) {
+		slices.SortFunc(l.nodes, shadowCmp)
+		return l.nodes[:need]
+	}
+	h := c.sc.shadowTop[:0] // a max-heap of the need smallest so far
+	for _, sn := range l.nodes {
+		if len(h) < need {
+			h = append(h, sn)
+			for k := len(h) - 1; k > 0; {
+				p := (k - 1) / 2
+				if shadowCmp(h[p], h[k]) >= 0 {
+					break
+				}
+				h[p], h[k] = h[k], h[p]
+				k = p
+			}
+			continue
+		}
+		if shadowCmp(sn, h[0]) >= 0 {
+			continue
+		}
+		h[0] = sn
+		for k := 0; ; {
+			big, l, r := k, 2*k+1, 2*k+2
+			if l < len(h) && shadowCmp(h[l], h[big]) > 0 {
+				big = l
+			}
+			if r < len(h) && shadowCmp(h[r], h[big]) > 0 {
+				big = r
+			}
+			if big == k {
+				break
+			}
+			h[k], h[big] = h[big], h[k]
+			k = big
+		}
+	}
+	slices.SortFunc(h, shadowCmp)
+	c.sc.shadowTop = h
+	return h
 }
 
 func (c *calc) shadowList(partitions string) *shadowList {
@@ -581,45 +655,39 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	if c.rank == nil && !c.names.dense {
 		c.rank = naturalRanks(c.s)
 	}
-	slices.SortFunc(l.nodes, func(a, b shadowNode) int {
-		if r := cmp.Compare(a.tNs, b.tNs); r != 0 {
-			return r
+	// To be sorted by time, ours first, free now first, then the names'
+	// natural order (index or rank, both below 2^61): the last three as
+	// one number.
+	for k := range l.nodes {
+		sn := &l.nodes[k]
+		r := int64(sn.i)
+		if !c.names.dense {
+			r = int64(c.rank[sn.i])
 		}
-		if a.ours != b.ours {
-			if a.ours {
-				return -1
-			}
-			return 1
+		if !sn.ours {
+			r |= 1 << 62
 		}
-		if a.freeNow != b.freeNow {
-			if a.freeNow {
-				return -1
-			}
-			return 1
+		if !sn.freeNow {
+			r |= 1 << 61
 		}
-		return c.names.cmp(a.i, b.i, c.rank)
-	})
-	return l
+		sn.tie = r
+	}
+	return l // sorted by firstNodes, as far as needed
 }
 
-func (c *calc) window(i int, partitionUp bool, horizon time.Duration) NodeWindow {
+// window fills in w, a zero NodeWindow, for node i.
+func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration) {
 	node := &c.s.Nodes[i]
 	n := &c.nodes[i]
-	w := NodeWindow{
-		Node:      node.Name,
-		State:     node.State,
-		FreeAt:    c.freeAt(i),
-		Until:     n.claim,
-		ClaimedBy: n.claimBy,
-		Estimated: n.estimated,
-	}
+	w.Node, w.State, w.FreeAt = node.Name, node.State, c.freeAt(i)
+	w.Until, w.ClaimedBy, w.Estimated = n.claim, n.claimBy, n.estimated
 	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
-		return w
+		return
 	}
 	// PLANNED means Slurm reserved it for someone; if we cannot see who
 	// (and it is not our own pilot), assume the reservation starts now.
 	if node.State == cluster.NodePlanned && !n.slurmClaim && !n.exclClaim {
-		return w
+		return
 	}
 	w.FreeFor = horizon
 	if !n.claim.IsZero() {
@@ -633,7 +701,6 @@ func (c *calc) window(i int, partitionUp bool, horizon time.Duration) NodeWindow
 			w.FreeFor = min(n.claim.Sub(c.now), horizon)
 		}
 	}
-	return w
 }
 
 // summarize turns per-node windows into showbf lines: for each distinct
@@ -760,8 +827,21 @@ func FormatDuration(d time.Duration) string {
 		sign, secs = "-", -secs
 	}
 	days, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
+	// As fmt's "%s%d-%02d:%02d:%02d" (days) or "%s%02d:%02d:%02d".
+	b := make([]byte, 0, 32)
+	b = append(b, sign...)
 	if days > 0 {
-		return fmt.Sprintf("%s%d-%02d:%02d:%02d", sign, days, h, m, s)
+		b = strconv.AppendInt(b, days, 10)
+		b = append(b, '-')
 	}
-	return fmt.Sprintf("%s%02d:%02d:%02d", sign, h, m, s)
+	for k, v := range [3]int64{h, m, s} {
+		if k > 0 {
+			b = append(b, ':')
+		}
+		if v < 10 {
+			b = append(b, '0')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(b)
 }

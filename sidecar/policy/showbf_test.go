@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -522,6 +523,29 @@ func TestFormatDuration(t *testing.T) {
 			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
+	// The fmt formats it was written with, on random durations.
+	rng := rand.New(rand.NewPCG(7, 11))
+	for range 20000 {
+		d := time.Duration(rng.Int64N(int64(1000*24*time.Hour))) - 10*24*time.Hour
+		if rng.IntN(4) == 0 {
+			d = time.Duration(rng.Int64())
+		}
+		sign, secs := "", int64(d/time.Second)
+		if secs < 0 {
+			sign, secs = "-", -secs
+		}
+		days, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
+		want := fmt.Sprintf("%s%02d:%02d:%02d", sign, h, m, s)
+		if days > 0 {
+			want = fmt.Sprintf("%s%d-%02d:%02d:%02d", sign, days, h, m, s)
+		}
+		if d == cluster.Unlimited {
+			want = "UNLIMITED"
+		}
+		if got := FormatDuration(d); got != want {
+			t.Fatalf("FormatDuration(%d) = %q, want %q", d, got, want)
+		}
+	}
 }
 
 // benchSnapshot: 1,000 nodes (900 busy with 5,000 running jobs, 100 idle),
@@ -641,6 +665,36 @@ func TestPlainNumbersCompareNaturally(t *testing.T) {
 			if v, ok := parsePlainNumber(a); ok && strconv.Itoa(v) != a {
 				t.Errorf("parsePlainNumber(%q) = %d", a, v)
 			}
+		}
+	}
+}
+
+// TestFirstNodesMatchesSort: with names that number consecutively,
+// firstNodes returns what a full sort of the shadow list puts first.
+func TestFirstNodesMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(120)
+		nodes := make([]shadowNode, n)
+		for k := range nodes {
+			sn := shadowNode{i: k, tNs: int64(rng.IntN(4)) * 1e9, ours: rng.IntN(2) == 0, freeNow: rng.IntN(2) == 0}
+			sn.tie = int64(k)
+			if !sn.ours {
+				sn.tie |= 1 << 62
+			}
+			if !sn.freeNow {
+				sn.tie |= 1 << 61
+			}
+			nodes[k] = sn
+		}
+		rng.Shuffle(n, func(a, b int) { nodes[a], nodes[b] = nodes[b], nodes[a] })
+		want := slices.Clone(nodes)
+		slices.SortFunc(want, shadowCmp)
+		need := 1 + rng.IntN(n)
+		c := &calc{names: &nodeNames{dense: true}, sc: new(scratch)}
+		got := c.firstNodes(&shadowList{nodes: nodes}, need)
+		if !slices.Equal(got, want[:need]) {
+			t.Fatalf("trial %d: n %d need %d: got %v, want %v", trial, n, need, got, want[:need])
 		}
 	}
 }

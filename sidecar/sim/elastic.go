@@ -256,7 +256,7 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	for _, j := range w.Jobs {
 		res.LastSubmit = max(res.LastSubmit, j.Submit)
 	}
-	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}, pilotJobs: map[*job]*pilot{}}
+	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}}
 	nextID := 0
 	for _, j := range w.Jobs {
 		nextID = max(nextID, j.ID)
@@ -365,7 +365,9 @@ type ejob struct {
 	left    int   // tasks not completed
 	running int   // tasks held
 	done    bool
-	finish  time.Duration
+	// onPilots counts the pilots running its tasks (onPass's scratch).
+	onPilots int
+	finish   time.Duration
 
 	base          *job     // the engine's rigid job (Fair, SlurmOnly)
 	baseIDs       []string // the policy's BaseJobIDs, once base is set
@@ -434,6 +436,23 @@ type pilot struct {
 	leaving   bool // cancelled: ends at eng.end
 	cause     string
 	run       *PilotRun
+	// The policy's instants of submitted, eng.start, eng.estEnd and w.tEnd,
+	// kept while those stay the same (state).
+	subT, startT, endT, taskEndT instant
+}
+
+// instant is simEpoch.Add(d) for the last d asked.
+type instant struct {
+	d  time.Duration
+	t  time.Time
+	ok bool
+}
+
+func (m *instant) at(d time.Duration) time.Time {
+	if !m.ok || m.d != d {
+		m.d, m.t, m.ok = d, simEpoch.Add(d), true
+	}
+	return m.t
 }
 
 type driver struct {
@@ -457,10 +476,10 @@ type driver struct {
 	te, tePrev   []int64
 	lastActs     int
 	sigOK        bool
+	anyGone      bool // some pilot in pilots is pGone
 	hold         policy.Hold
 
 	snapCache snapCache
-	pilotJobs map[*job]*pilot // the engine jobs of running pilots
 	stJobs    []policy.ElasticJob
 	stPilots  []policy.Pilot
 }
@@ -523,7 +542,10 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			d.pilotGone(p, p.eng.end)
 		}
 	}
-	d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+	if d.anyGone {
+		d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+		d.anyGone = false
+	}
 
 	// Tasks that completed now, and the next ones.
 	for _, ej := range d.jobs {
@@ -566,10 +588,12 @@ func (d *driver) onPass(now time.Duration, s *State) {
 	// of its tasks: a pilot that gives way hands its task back, and
 	// without the base nobody might run it before the job would have
 	// ended without glean (a shadow element waits the same way).
-	onPilots := map[*ejob]int{}
+	for _, ej := range d.jobs {
+		ej.onPilots = 0
+	}
 	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task >= 0 {
-			onPilots[p.w.ej]++
+		if p.state == pRunning && p.w.task >= 0 && p.w.ej != nil {
+			p.w.ej.onPilots++
 		}
 	}
 	for _, ej := range d.jobs {
@@ -578,7 +602,7 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			for _, w := range ej.baseWorkers {
 				idle = idle && (w.task < 0 || w.released)
 			}
-			keep := onPilots[ej]
+			keep := ej.onPilots
 			if idle && keep == 0 {
 				s.reschedule(ej.base, now)
 				continue
@@ -729,9 +753,10 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 }
 
 func (d *driver) pilotGone(p *pilot, t time.Duration) {
-	delete(d.pilotJobs, p.eng)
+	p.eng.pilot = false
 	d.stopWorker(&p.w, t)
 	p.state = pGone
+	d.anyGone = true
 	p.run.End = t
 	p.run.EndCause = p.cause
 	d.res.Pilots = append(d.res.Pilots, *p.run)
@@ -814,7 +839,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: simEpoch.Add(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
+		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subT.at(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
 		if p.next != nil {
 			pp.Job = p.next.key
 		}
@@ -823,13 +848,13 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		if p.state == pRunning {
 			pp.State = policy.PilotRunning
-			pp.Start = simEpoch.Add(p.eng.start)
+			pp.Start = p.startT.at(p.eng.start)
 			if p.limit != cluster.Unlimited {
-				pp.End = simEpoch.Add(p.eng.estEnd)
+				pp.End = p.endT.at(p.eng.estEnd)
 			}
 			pp.Busy = p.w.task >= 0
 			if pp.Busy {
-				pp.TaskEnd = simEpoch.Add(p.w.tEnd)
+				pp.TaskEnd = p.taskEndT.at(p.w.tEnd)
 			}
 		}
 		st.Pilots = append(st.Pilots, pp)
@@ -843,7 +868,7 @@ func (d *driver) state(now time.Duration) policy.State {
 func (d *driver) snapshot(s *State) *cluster.Snapshot {
 	snap := s.snapshot(simEpoch, &d.snapCache)
 	for i, j := range s.running { // the snapshot's first lines, in this order
-		if d.pilotJobs[j] != nil {
+		if j.pilot {
 			snap.Jobs[i].Partition = PilotPartition
 			snap.Jobs[i].Name = "glean-pilot"
 			snap.Jobs[i].Priority = 1
@@ -956,6 +981,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		}
 		if p.state == pPending {
 			p.state, p.cause = pGone, "cancelled pending: "+a.Cause.String()
+			d.anyGone = true
 			p.run.End, p.run.EndCause = now, p.cause
 			d.res.Pilots = append(d.res.Pilots, *p.run)
 			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
@@ -1013,7 +1039,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
 	s.startOn(j, []span{{first: int32(node), n: 1}})
 	p.eng, p.node, p.state = j, node, pRunning
-	d.pilotJobs[j] = p
+	j.pilot = true
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++

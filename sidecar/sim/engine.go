@@ -26,6 +26,7 @@ type job struct {
 	estEnd     time.Duration // start + est, saturated
 	alloc      []span        // the nodes it holds, from start on
 	line       *jobLine      // its cached snapshot line (the elastic driver's)
+	pilot      bool          // the elastic driver's running pilot
 	// full is alloc at the start, released the nodes given back since
 	// (shrink), in order.
 	full     []span

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -121,6 +122,14 @@ type slurmLike struct {
 	cand      bitset // of those, free at the will-run time
 	pick      []span // the nodes the last willRun chose
 	pickSet   bitset
+
+	// freed[k] (words k*w..k*w+w-1, w the bitset's length) is the idle
+	// nodes plus those of running[0..k]: what is free once the first k+1
+	// running jobs have ended. Rows are added as willRun needs them and
+	// dropped (nFreed = 0) whenever idle or running may have changed: at
+	// the start of a pass and after a start in it.
+	freed  []uint64
+	nFreed int
 }
 
 func newSlurmLike(size int, p SlurmParams) *slurmLike {
@@ -215,6 +224,7 @@ func (b *slurmLike) backfill(s *State) {
 		}
 	}()
 	b.resetPlan(s.now)
+	b.nFreed = 0
 	tested := 0
 	for _, j := range s.queue {
 		if j.began {
@@ -269,6 +279,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		t = max(t, startRes)
 		if t <= now {
 			s.startOn(j, slices.Clone(b.pick))
+			b.nFreed = 0
 			return true
 		}
 		if later != 0 && t > later {
@@ -368,14 +379,45 @@ func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 	b.cand.and(b.avail)
 	t, have := s.now, b.cand.count()
 	if have < n {
-		i := 0
-		for ; i < len(s.running) && have < n; i++ {
-			have += b.cand.addSpans(s.running[i].alloc, b.avail)
+		// The count of freed nodes in avail grows with k: find the first
+		// k at which it reaches n, first at the rows already built, then
+		// building rows one by one.
+		w := len(b.cand)
+		countAt := func(k int) int {
+			row, c := b.freed[k*w:k*w+w], 0
+			for i, x := range row {
+				c += bits.OnesCount64(x & b.avail[i])
+			}
+			return c
 		}
-		if have < n {
+		k := -1
+		if b.nFreed > 0 && countAt(b.nFreed-1) >= n {
+			lo, hi := 0, b.nFreed-1 // countAt(hi) >= n
+			for lo < hi {
+				if mid := (lo + hi) / 2; countAt(mid) >= n {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
+			}
+			k = lo
+		} else {
+			for b.nFreed < len(s.running) {
+				b.addFreed(s)
+				if countAt(b.nFreed-1) >= n {
+					k = b.nFreed - 1
+					break
+				}
+			}
+		}
+		if k < 0 {
 			return 0, false
 		}
-		if t = s.running[i-1].estEnd; t <= s.now {
+		row := b.freed[k*w : k*w+w]
+		for i := range b.cand {
+			b.cand[i] = row[i] & b.avail[i]
+		}
+		if t = s.running[k].estEnd; t <= s.now {
 			t = s.now + time.Second
 		}
 	}
@@ -390,6 +432,24 @@ func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 		b.pickSet.setRange(int(sp.first), int(sp.n))
 	}
 	return t, true
+}
+
+// addFreed builds the next row of b.freed.
+func (b *slurmLike) addFreed(s *State) {
+	w, k := len(b.cand), b.nFreed
+	if len(b.freed) < (k+1)*w {
+		b.freed = append(b.freed, make([]uint64, (k+1)*w-len(b.freed))...)
+	}
+	row := bitset(b.freed[k*w : k*w+w])
+	if k == 0 {
+		row.copyFrom(s.idle)
+	} else {
+		row.copyFrom(b.freed[(k-1)*w : k*w])
+	}
+	for _, sp := range s.running[k].alloc {
+		row.setRange(int(sp.first), int(sp.n))
+	}
+	b.nFreed++
 }
 
 // overlaps reports whether the picked nodes are reserved anywhere in

@@ -107,8 +107,11 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	if c == nil {
 		parts = []string{BatchPartition, PilotPartition}
 	}
-	if c != nil && cap(c.nodes) >= s.size {
-		snap.Nodes = c.nodes[:s.size]
+	// A cached node list was filled in by the last snapshot: only the
+	// states change.
+	filled := false
+	if c != nil && len(c.nodes) == s.size {
+		snap.Nodes, filled = c.nodes, true
 	} else {
 		snap.Nodes = make([]cluster.Node, s.size)
 		if c != nil {
@@ -122,6 +125,9 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 			st = cluster.NodePlanned
 		case s.idle.has(i):
 			st = cluster.NodeIdle
+		}
+		if filled && snap.Nodes[i].State == st {
+			continue
 		}
 		raw := st.String()
 		if st == cluster.NodeAlloc {
