@@ -519,7 +519,9 @@ sleep 2
 		// A random moment to kill at (not a wait for a condition): alive
 		// for 0.2-1.2 s.
 		<-time.After(time.Duration(200+rng.IntN(1000)) * time.Millisecond)
-		if r := e.Record(t, anchor); r != nil && !r.Active() {
+		// Ended (not "accepting", the moment before the intake's holds,
+		// which is not active either).
+		if r := e.Record(t, anchor); r != nil && r.State != spool.StateAccepting && !r.Active() {
 			break
 		}
 		e.KillDaemon()
