@@ -136,3 +136,18 @@ func newPool(t *testing.T, pilots map[string]string) (*fixture, pool) {
 	}
 	return fx, pool{a: ea.ID, na: na, nb: nb, rs: rs, sl: sl, newX: newX}
 }
+
+// moveP1 records pilot p1 (on n1) as A's and has x move it to B; it
+// returns A's and B's records.
+func (pl pool) moveP1(t *testing.T, fx *fixture, x *Executor) (ra, rb *spool.Record) {
+	t.Helper()
+	ra, rb = fx.in.Get(pl.na), fx.in.Get(pl.nb)
+	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
+	if err := pl.rs.Put(ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: pl.na, Pilot: "p1", To: pl.nb}); err != nil {
+		t.Fatal(err)
+	}
+	return ra, rb
+}

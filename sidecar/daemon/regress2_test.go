@@ -89,14 +89,7 @@ func TestLoopPingsWhenARoundEnds(t *testing.T) {
 func TestMoveBackRestartRewritesControl(t *testing.T) {
 	fx, pl := newPool(t, map[string]string{"p1": "n1"})
 	na, nb, rs, x := pl.na, pl.nb, pl.rs, pl.newX()
-	ra, rb := fx.in.Get(na), fx.in.Get(nb)
-	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
-	if err := rs.Put(ra); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: na, Pilot: "p1", To: nb}); err != nil {
-		t.Fatal(err)
-	}
+	ra, rb := pl.moveP1(t, fx, x)
 	// The move back, as completeMove does it, up to the crash: B marked
 	// (movePilot), A's entry active again and put; A's control not yet
 	// rewritten.

@@ -73,15 +73,8 @@ func TestEscalateRetriesAFailedCancel(t *testing.T) {
 // agent back and forth without taking a task.
 func TestMovePilotBack(t *testing.T) {
 	fx, pl := newPool(t, map[string]string{"p1": "n1"})
-	na, nb, rs, sl, x := pl.na, pl.nb, pl.rs, pl.sl, pl.newX()
-	ra, rb := fx.in.Get(na), fx.in.Get(nb)
-	ra.PilotJobs = append(ra.PilotJobs, spool.PilotJob{ID: "p1", Node: "n1", Submitted: fx.now, Started: fx.now})
-	if err := rs.Put(ra); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: na, Pilot: "p1", To: nb}); err != nil {
-		t.Fatal(err)
-	}
+	na, nb, sl, x := pl.na, pl.nb, pl.sl, pl.newX()
+	ra, rb := pl.moveP1(t, fx, x)
 	if err := x.movePilot(policy.Action{Kind: policy.MovePilot, Job: nb, Pilot: "p1", To: na}); err != nil {
 		t.Fatal(err)
 	}

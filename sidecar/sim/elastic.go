@@ -608,11 +608,11 @@ func (d *driver) onPass(now time.Duration, s *State) {
 				continue
 			}
 			for _, w := range ej.baseWorkers {
-				if w.task < 0 && !w.released && keep > 0 {
-					keep--
-					continue
-				}
-				if w.task < 0 && !w.released {
+				switch {
+				case w.task >= 0 || w.released:
+				case keep > 0:
+					keep-- // stands by
+				default:
 					w.released, w.noMoreWork = true, true
 					s.shrink(ej.base, w.node)
 				}

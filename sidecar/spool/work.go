@@ -374,12 +374,8 @@ func (w *Work) Finish(r Result) error {
 // and that lease is not ours to remove.
 func (w *Work) removeLease(task int, attempt string) error {
 	path := w.LeasePath(task)
-	if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
-		data, rerr := io.ReadAll(io.LimitReader(f, maxTaskFileBytes))
-		f.Close()
-		if rerr == nil && otherAttempt(data, attempt) {
-			return nil
-		}
+	if data, err := readNoFollow(path, maxTaskFileBytes); err == nil && otherAttempt(data, attempt) {
+		return nil
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

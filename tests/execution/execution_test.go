@@ -221,22 +221,8 @@ wait
 		r := e.Record(t, anchor)
 		return r != nil && r.Tasks.Running >= 24
 	})
-	submitted := time.Now()
-	regular := cl.Submit(t, "-N", "24", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3")
-	var started time.Time
-	cl.WaitFor(t, 90*time.Second, "the regular job to start", func() bool {
-		if s, _ := e.SlurmState(t, regular); s == "RUNNING" || s == "COMPLETED" {
-			started = time.Now()
-			return true
-		}
-		return false
-	})
-	latency := started.Sub(submitted)
-	limit := 10*time.Second + 5*time.Second + cl.BFInterval(t) // grace + KillWait + one cycle
-	t.Logf("regular job started %v after submission (give-way latency %v; the tasks take 7 s to save)", latency.Round(time.Millisecond), limit)
-	if latency > limit+2*time.Second { // polling and the round's own interval
-		t.Errorf("regular job started %v after submission, over the give-way latency %v", latency, limit)
-	}
+	latency := regularStartsInTime(t, e, "-N", "24", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3")
+	t.Logf("regular job started %v after submission (give-way latency %v; the tasks take 7 s to save)", latency.Round(time.Millisecond), giveWayLatency(t))
 	r := e.WaitState(t, anchor, 4*time.Minute, spool.StateDone, spool.StateFailed)
 	if r.State != spool.StateDone {
 		t.Fatalf("record %s %+v", r.State, r.Tasks)
@@ -334,6 +320,28 @@ func jobTime(t *testing.T, id, field string) time.Time {
 // (10 s) + KillWait (5 s) + one scheduling cycle.
 func giveWayLatency(t *testing.T) time.Duration {
 	return 10*time.Second + 5*time.Second + cl.BFInterval(t)
+}
+
+// regularStartsInTime submits a regular job (sbatch args) that needs
+// pilots' nodes, waits for it to start, and fails the test if that took
+// longer than the give-way latency; it returns how long it took.
+func regularStartsInTime(t *testing.T, e *gleantest.Env, args ...string) time.Duration {
+	t.Helper()
+	submitted := time.Now()
+	regular := cl.Submit(t, args...)
+	var started time.Time
+	cl.WaitFor(t, 90*time.Second, "the regular job to start", func() bool {
+		if s, _ := e.SlurmState(t, regular); s == "RUNNING" || s == "COMPLETED" {
+			started = time.Now()
+			return true
+		}
+		return false
+	})
+	latency := started.Sub(submitted)
+	if limit := giveWayLatency(t); latency > limit+2*time.Second { // polling and the round's own interval
+		t.Errorf("regular job started %v after submission, over the give-way latency %v", latency, limit)
+	}
+	return latency
 }
 
 // starts are the start times of a job's (or an array's) elements that
