@@ -63,6 +63,7 @@ func (c *benchCluster) CancelPilot(_ context.Context, _, id string) error {
 
 func (c *benchCluster) CancelPending(context.Context, string) error { return nil }
 func (c *benchCluster) Release(context.Context, string) error       { return nil }
+func (c *benchCluster) StartShadow(context.Context, string) error   { return nil }
 
 func (c *benchCluster) Snapshot(_ context.Context, now time.Time) *cluster.Snapshot {
 	c.mu.Lock()

@@ -30,8 +30,7 @@ func TestIntakeCrashRecovery(t *testing.T) {
 		anchor  string // its anchor: held, released or cancelled
 	}{
 		{"intake/accepting-recorded", nil, false, false, spool.StateQueued, "accepted", "held"},
-		{"intake/anchor-held", fair, true, false, spool.StateQueued, "accepted", "held"},
-		{"intake/held", nil, false, false, spool.StateQueued, "accepted", "held"},
+		{"intake/held", fair, true, false, spool.StateQueued, "accepted", "held"},
 		{"intake/script-copied", nil, false, false, spool.StateQueued, "accepted", "held"},
 		{"intake/queued-recorded", nil, false, false, spool.StateQueued, "accepted", "held"},
 		{"atomic/written", nil, false, false, spool.StateQueued, "accepted", "held"},
@@ -116,7 +115,8 @@ func TestIntakeCrashRecovery(t *testing.T) {
 				t.Errorf("anchor %+v: %s, want %s", a, got, tc.anchor)
 			}
 			if tc.shadow {
-				if s := fx.slurm.jobs[e.Shadow]; tc.scancel && s.State != "CANCELLED" || !tc.scancel && s.Reason != "JobHeldAdmin" {
+				// Not held: it waits behind the wrapper's begin time.
+				if s := fx.slurm.jobs[e.Shadow]; tc.scancel && s.State != "CANCELLED" || !tc.scancel && s.Reason != "BeginTime" {
 					t.Errorf("shadow %+v", s)
 				}
 			}

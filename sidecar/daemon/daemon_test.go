@@ -169,6 +169,17 @@ func (f *fakeSlurm) Release(_ context.Context, id string) error {
 	return nil
 }
 
+// StartShadow is the Actor's (the execution path's fakes embed fakeSlurm).
+func (f *fakeSlurm) StartShadow(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "start "+id)
+	j := f.jobs[id]
+	j.Reason = "Priority"
+	f.jobs[id] = j
+	return nil
+}
+
 func (f *fakeSlurm) Largest(context.Context, string) (int, int64, error) { return 4, 1000, nil }
 
 type fixture struct {
@@ -229,7 +240,7 @@ func (fx *fixture) submit(t testing.TB, tasks int, mutate func(e *spool.Entry, a
 	fx.slurm.mu.Lock()
 	fx.slurm.jobs[anchor.ID] = anchor
 	if e.Shadow != "" {
-		fx.slurm.jobs[e.Shadow] = QJob{ID: e.Shadow, ArrayID: e.Shadow, State: "PENDING", Partition: "batch", User: fx.user,
+		fx.slurm.jobs[e.Shadow] = QJob{ID: e.Shadow, ArrayID: e.Shadow, State: "PENDING", Reason: "BeginTime", Partition: "batch", User: fx.user,
 			Comment: spool.ShadowComment(e.ID, e.Nonce)}
 	}
 	fx.slurm.mu.Unlock()
@@ -269,8 +280,8 @@ func TestIntakeAccepts(t *testing.T) {
 	if r == nil || r.State != spool.StateQueued || r.Tasks.Pending != 50 || r.Entry == nil || r.User != fx.user {
 		t.Fatalf("record %+v", r)
 	}
-	if got := strings.Join(fx.slurm.calls, ","); got != "hold "+e.Anchor+",hold "+e.Shadow {
-		t.Errorf("Slurm actions %s, want the anchor and the shadow array held", got)
+	if got := strings.Join(fx.slurm.calls, ","); got != "hold "+e.Anchor {
+		t.Errorf("Slurm actions %s, want the anchor held and the shadow array left in its place", got)
 	}
 	data, err := os.ReadFile(filepath.Join(fx.s.Dir, spool.JobsDir, r.DirName(), spool.ScriptFile))
 	if err != nil || string(data) != "#!/bin/sh\n" {

@@ -38,6 +38,7 @@ type Actor interface {
 	SignalPilot(ctx context.Context, record, id string) error        // TERM to the pilot's agent alone (give way)
 	CancelPendingPilot(ctx context.Context, record, id string) error // only if still pending
 	CancelPending(ctx context.Context, id string) error              // a shadow array's pending elements
+	StartShadow(ctx context.Context, id string) error                // lift the wrapper's begin time, keeping the queue place
 	Release(ctx context.Context, id string) error
 }
 
@@ -159,6 +160,9 @@ func (g *stallGuard) CancelPendingPilot(ctx context.Context, record, id string) 
 func (g *stallGuard) CancelPending(ctx context.Context, id string) error {
 	return g.call(func() error { return g.Actor.CancelPending(ctx, id) })
 }
+func (g *stallGuard) StartShadow(ctx context.Context, id string) error {
+	return g.call(func() error { return g.Actor.StartShadow(ctx, id) })
+}
 func (g *stallGuard) Release(ctx context.Context, id string) error {
 	return g.call(func() error { return g.Actor.Release(ctx, id) })
 }
@@ -220,6 +224,68 @@ func (b *book) taskTime(e *spool.Entry) time.Duration {
 		limit = e.Resources.TimeLimit
 	}
 	return spool.TaskEstimate(limit, b.runtimes)
+}
+
+// startShadow lets r's shadow array start, in the place in the queue it
+// has had since the wrapper submitted it, as the plain job would: the
+// wrapper submits it with a begin time a year ahead (see shadowGate), and
+// moving that to now keeps its priority, where a release would give it a
+// new, last one under priority/basic. A shadow submitted held (by a glean
+// before this, or held since) is released. It reports whether the shadow
+// is free to start: also when no element waits any more (a daemon that
+// died after starting it, before recording so).
+func (x *Executor) startShadow(ctx context.Context, r *spool.Record, snap *cluster.Snapshot) bool {
+	held, pending, started := shadowState(snap, r.Shadow)
+	var err error
+	switch {
+	case started || !pending && snap.Complete:
+		// Started already (by a daemon that died before recording it),
+		// or gone: nothing waits for glean.
+		x.log.Info("the shadow array is not waiting for glean: recorded as started", "job", r.Shadow)
+		return true
+	case !pending:
+		return false // Slurm did not answer in full: look again next round
+	case held:
+		err = x.act.Release(ctx, r.Shadow)
+	default:
+		err = x.act.StartShadow(ctx, r.Shadow)
+	}
+	if err != nil {
+		x.log.Warn("letting the shadow array start", "job", r.Shadow, "held", held, "err", err)
+		return false
+	}
+	return true
+}
+
+// shadowState reads shadow array id in the snapshot: whether some element
+// is pending (held: one of them on a hold), and whether some element has
+// started or ended, which none does before glean lets it start.
+func shadowState(snap *cluster.Snapshot, id string) (held, pending, started bool) {
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		switch {
+		case j.ID != id && j.ArrayJobID != id:
+		case !j.Pending():
+			started = true
+		default:
+			pending = true
+			held = held || strings.HasPrefix(j.Reason, "JobHeld")
+		}
+	}
+	return held, pending, started
+}
+
+// notYet shows the pending elements of a shadow array glean has not let
+// start as what they are, waiting for their begin time: until Slurm's
+// scheduler has looked at a new job, squeue gives it a reason under which
+// the policy would count it as a claimant, and pilots would give way to a
+// job that cannot start.
+func notYet(snap *cluster.Snapshot, shadow string) {
+	for i := range snap.Jobs {
+		if j := &snap.Jobs[i]; (j.ID == shadow || j.ArrayJobID == shadow) && j.Pending() && policy.Reserves(j.Reason) {
+			j.Reason = "BeginTime"
+		}
+	}
 }
 
 // agentSlack is what a pilot needs beyond its tasks and the grace for
@@ -286,15 +352,10 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			x.log.Warn("reading the journal", "job", n, "err", err)
 			continue
 		}
-		if r.Shadow != "" && !r.ShadowReleased {
-			// The shadow array queues as the plain job would have.
-			if err := x.act.Release(ctx, r.Shadow); err != nil {
-				x.log.Warn("releasing the shadow array", "job", r.Shadow, "err", err)
-			} else {
-				x.opt.Fail.Hit("shadow/released")
-				r.ShadowReleased = true
-				changed[n] = true
-			}
+		if r.Shadow != "" && !r.ShadowReleased && x.startShadow(ctx, r, snap) {
+			x.opt.Fail.Hit("shadow/released")
+			r.ShadowReleased = true
+			changed[n] = true
 		}
 		c, l, running, busy, ok := x.work(now, r, b, snap, jobs)
 		if !ok {
@@ -365,6 +426,11 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		pst.Jobs = append(pst.Jobs, ej)
 	}
 	markBusy(pst.Pilots, allBusy)
+	for _, n := range names {
+		if r := x.in.known[n]; r.Shadow != "" && !r.ShadowReleased {
+			notYet(snap, r.Shadow)
+		}
+	}
 	// FIFO among elastic jobs.
 	sort.SliceStable(pst.Jobs, func(i, j int) bool { return pst.Jobs[i].Submit.Before(pst.Jobs[j].Submit) })
 

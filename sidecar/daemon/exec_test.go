@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,6 +347,7 @@ func (a *slowActor) SignalPilot(context.Context, string, string) error        { 
 func (a *slowActor) CancelPendingPilot(context.Context, string, string) error { return a.fail() }
 func (a *slowActor) CancelPending(context.Context, string) error              { return a.fail() }
 func (a *slowActor) Release(context.Context, string) error                    { return a.fail() }
+func (a *slowActor) StartShadow(context.Context, string) error                { return a.fail() }
 
 // Once a Slurm call failed slowly, the rest of the round's calls are
 // skipped at once; a fast failure (a refusal) stops nothing.
@@ -407,5 +409,81 @@ func TestIntakeStallGuard(t *testing.T) {
 				t.Errorf("%d holds reached Slurm (want %d), %d accepted (want 0)", p.a.calls, tc.holds, st.Accepted)
 			}
 		})
+	}
+}
+
+// shadowActor records how the execution path lets a shadow array start.
+type shadowActor struct {
+	Actor // nil: any other call panics
+	calls []string
+}
+
+func (a *shadowActor) Release(_ context.Context, id string) error {
+	a.calls = append(a.calls, "release "+id)
+	return nil
+}
+
+func (a *shadowActor) StartShadow(_ context.Context, id string) error {
+	a.calls = append(a.calls, "start "+id)
+	return nil
+}
+
+// A shadow array waits behind the wrapper's begin time and is started by
+// moving it to now, never by a release, which under priority/basic would
+// put it behind every job submitted since; one held (an older wrapper's)
+// is released; one whose elements started already needs nothing.
+func TestStartShadow(t *testing.T) {
+	el := func(id, state, reason string) cluster.Job {
+		st := cluster.JobPending
+		if state == "R" {
+			st = cluster.JobRunning
+		}
+		return cluster.Job{ID: id, ArrayJobID: "50", State: st, Reason: reason}
+	}
+	for _, tc := range []struct {
+		name     string
+		jobs     []cluster.Job
+		complete bool
+		want     string
+		started  bool
+	}{
+		{"behind its begin time", []cluster.Job{el("50", "PD", "BeginTime")}, true, "start 50", true},
+		{"reason not yet set", []cluster.Job{el("50", "PD", "None")}, true, "start 50", true},
+		{"behind a dependency too", []cluster.Job{el("50", "PD", "Dependency")}, true, "start 50", true},
+		{"held by an older wrapper", []cluster.Job{el("50", "PD", "JobHeldUser")}, true, "release 50", true},
+		{"held by an older daemon", []cluster.Job{el("50", "PD", "JobHeldAdmin")}, true, "release 50", true},
+		{"started before the record said so", []cluster.Job{el("51", "R", "None"), el("50", "PD", "Resources")}, true, "", true},
+		{"gone", nil, true, "", true},
+		{"not seen, Slurm not answering in full", nil, false, "", false},
+		{"another job's", []cluster.Job{{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "BeginTime"}}, false, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &shadowActor{}
+			x := &Executor{act: a, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			got := x.startShadow(context.Background(), &spool.Record{Shadow: "50"}, &cluster.Snapshot{Jobs: tc.jobs, Complete: tc.complete})
+			if got != tc.started || strings.Join(a.calls, ",") != tc.want {
+				t.Errorf("started %v, calls %q; want %v, %q", got, a.calls, tc.started, tc.want)
+			}
+		})
+	}
+}
+
+// Until Slurm's scheduler has seen a new shadow array, squeue gives it a
+// reason the policy counts as a claimant; a shadow glean has not let start
+// is shown waiting for its begin time, so that no pilot gives way to it.
+func TestNotYet(t *testing.T) {
+	snap := &cluster.Snapshot{Jobs: []cluster.Job{
+		{ID: "50", ArrayJobID: "50", State: cluster.JobPending, Reason: "None"},
+		{ID: "51", ArrayJobID: "50", State: cluster.JobPending, Reason: "Dependency"},
+		{ID: "52", ArrayJobID: "50", State: cluster.JobRunning, Reason: "None"},
+		{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "Resources"},
+	}}
+	notYet(snap, "50")
+	var got []string
+	for _, j := range snap.Jobs {
+		got = append(got, j.ID+":"+j.Reason)
+	}
+	if want := "50:BeginTime 51:Dependency 52:None 60:Resources"; strings.Join(got, " ") != want {
+		t.Errorf("reasons %q, want %q", got, want)
 	}
 }

@@ -75,6 +75,11 @@ func (p *SlurmPrivileged) CancelPending(ctx context.Context, id string) error {
 	return p.C.CancelPending(ctx, id)
 }
 
+// StartShadow moves a shadow array's begin time to now.
+func (p *SlurmPrivileged) StartShadow(ctx context.Context, id string) error {
+	return p.C.StartNow(ctx, id)
+}
+
 // Release releases a hold.
 func (p *SlurmPrivileged) Release(ctx context.Context, id string) error { return p.C.Release(ctx, id) }
 
@@ -382,9 +387,12 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 	}
 
 	// Take it: record it as accepting (the helper holds only recorded
-	// jobs), hold the anchor (and the shadow array) so that neither can be
-	// released by the user, then record it as taken in. An accepting
-	// record left by a failed hold is overwritten next round.
+	// jobs), hold the anchor so that the user cannot release it, then
+	// record it as taken in. An accepting record left by a failed hold is
+	// overwritten next round. The shadow array is not held: a hold and its
+	// release would cost it its place in the queue (priority/basic); it
+	// waits behind the begin time the wrapper gave it until the execution
+	// path lets it start (startShadow).
 	rec.Entry, rec.Accepted = e, now
 	rec.Tasks.Pending = e.Tasks
 	rec.State = spool.StateAccepting
@@ -393,14 +401,9 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		return ""
 	}
 	in.opt.Fail.Hit("intake/accepting-recorded")
-	for i, id := range verified {
-		if err := in.act.Hold(ctx, id); err != nil {
-			log.Warn("admin hold; trying again next round", "job", id, "err", err)
-			return ""
-		}
-		if i == 0 && len(verified) > 1 {
-			in.opt.Fail.Hit("intake/anchor-held")
-		}
+	if err := in.act.Hold(ctx, e.Anchor); err != nil {
+		log.Warn("admin hold; trying again next round", "job", e.Anchor, "err", err)
+		return ""
 	}
 	in.opt.Fail.Hit("intake/held")
 	rec.State = spool.StateQueued

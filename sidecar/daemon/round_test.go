@@ -213,6 +213,11 @@ func (m *slurmModel) Release(_ context.Context, id string) error {
 	return nil
 }
 
+func (m *slurmModel) StartShadow(ctx context.Context, id string) error {
+	m.ask("start-shadow", id)
+	return m.fx.slurm.StartShadow(ctx, id)
+}
+
 // start makes a pending pilot run on its node.
 func (m *slurmModel) start(id string) {
 	m.mu.Lock()
@@ -278,8 +283,8 @@ func TestRoundCallsSlurmOnce(t *testing.T) {
 	if rec == nil || rec.State != spool.StateQueued {
 		t.Fatalf("record %+v", rec)
 	}
-	if len(helper) != 2 || helper[0] != "release 900" || !strings.HasPrefix(helper[1], "submit-pilots "+rec.DirName()+" x") {
-		t.Errorf("helper requests %q: want the shadow released, then one submit-pilots", helper)
+	if len(helper) != 2 || helper[0] != "start-shadow 900" || !strings.HasPrefix(helper[1], "submit-pilots "+rec.DirName()+" x") {
+		t.Errorf("helper requests %q: want the shadow started, then one submit-pilots", helper)
 	}
 	pilots := rec.PilotJobs
 	for _, p := range pilots {

@@ -99,8 +99,7 @@ func (s *Set) Hit(name string) {
 var Points = []string{
 	// Intake: record, hold, copy, record again, journal.
 	"intake/accepting-recorded", // record says accepting; the holds not yet asked
-	"intake/anchor-held",        // the anchor held; the shadow array not yet (fair)
-	"intake/held",               // anchor and shadow held; the script not yet copied
+	"intake/held",               // the anchor held; the script not yet copied
 	"intake/script-copied",      // the script copied; the items not yet (dir=) or the record not yet queued
 	"intake/items-copied",       // the items copied; the record not yet queued
 	"intake/queued-recorded",    // the record says queued; "accepted" not yet journaled
@@ -112,7 +111,7 @@ var Points = []string{
 	"follow/shadow-cancelled", // the user's scancel seen, the shadow array cancelled; the record not yet
 	"follow/recorded",         // the record says cancelled; not yet journaled
 	"follow/queued-recorded",  // a waiting job's record says queued; not yet journaled
-	"shadow/released",         // shadow array released; not yet recorded
+	"shadow/released",         // shadow array let start (its begin time moved to now); not yet recorded
 	// Committing results and lost leases.
 	"commit/journaled", // an attempt is in the journal; its result file not yet removed
 	"lost/journaled",   // a lost lease is in the journal; the lease not yet removed

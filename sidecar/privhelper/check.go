@@ -64,6 +64,8 @@ func (h *Handler) Handle(ctx context.Context, req Request) (jobs []string, err e
 		return nil, h.Slurm.Cancel(ctx, req.Job, "")
 	case OpCancelPending:
 		return nil, h.Slurm.CancelPending(ctx, req.Job)
+	case OpStartShadow:
+		return nil, h.Slurm.StartNow(ctx, req.Job)
 	}
 	return nil, refuse("unknown op %q", clip(req.Op)) // DecodeRequest already refused it
 }
@@ -103,8 +105,8 @@ func (h *Handler) check(ctx context.Context, req Request) error {
 // matches checks one record against what Slurm shows.
 func (h *Handler) matches(req Request, r *spool.Record, jobs []qjob) error {
 	name := r.DirName()
-	if req.Op == OpCancelPending && req.Job != r.Shadow {
-		return refuse("job %s: cancel-pending is for shadow arrays only", req.Job)
+	if (req.Op == OpCancelPending || req.Op == OpStartShadow) && req.Job != r.Shadow {
+		return refuse("job %s: %s is for shadow arrays only", req.Job, req.Op)
 	}
 	if req.Op == OpHold && r.State != spool.StateAccepting && !r.Active() {
 		return refuse("job %s: its record %s is %s; glean holds only jobs it is taking in or running", req.Job, name, r.State)

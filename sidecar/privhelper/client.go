@@ -33,6 +33,12 @@ func (c *Client) Release(ctx context.Context, id string) error {
 	return c.Do(ctx, Request{Op: OpRelease, Job: id})
 }
 
+// StartShadow lets shadow array id start from now, in its place in the
+// queue.
+func (c *Client) StartShadow(ctx context.Context, id string) error {
+	return c.Do(ctx, Request{Op: OpStartShadow, Job: id})
+}
+
 // Cancel cancels job id (every array element).
 func (c *Client) Cancel(ctx context.Context, id string) error {
 	return c.Do(ctx, Request{Op: OpCancel, Job: id})

@@ -36,6 +36,7 @@ func TestDecodeRequest(t *testing.T) {
 		{"hold", `{"op":"hold","job":"101"}`, Request{Op: OpHold, Job: "101"}, ""},
 		{"release", `{"op":"release","job":"7"}`, Request{Op: OpRelease, Job: "7"}, ""},
 		{"cancel", `{"job":"55","op":"cancel"}`, Request{Op: OpCancel, Job: "55"}, ""},
+		{"start-shadow", `{"op":"start-shadow","job":"56"}`, Request{Op: OpStartShadow, Job: "56"}, ""},
 		{"unknown op", `{"op":"submit","job":"101"}`, Request{}, `unknown op "submit"`},
 		{"free-form command", `{"op":"scancel -u alice","job":"1"}`, Request{}, "unknown op"},
 		{"no op", `{"job":"101"}`, Request{}, `unknown op ""`},
@@ -457,6 +458,22 @@ func TestHandleChecks(t *testing.T) {
 			fx.slurm.jobs = jobs
 			return Request{Op: OpCancelPending, Job: "102"}
 		}, "", "scancel --state=PENDING 102"},
+		{"start a shadow", func(t *testing.T, fx *fixture) Request {
+			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpStartShadow, Job: "102"}
+		}, "", "scontrol update JobId=102 StartTime=now"},
+		{"start-shadow on an anchor", func(t *testing.T, fx *fixture) Request {
+			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpStartShadow, Job: "101"}
+		}, "start-shadow is for shadow arrays only", ""},
+		{"start-shadow on someone else's array", func(t *testing.T, fx *fixture) Request {
+			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
+			jobs[2].User = "bob"
+			fx.slurm.jobs = jobs
+			return Request{Op: OpStartShadow, Job: "102"}
+		}, "belongs to bob", ""},
 		{"cancel-pending on an anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateRunning, "101", "102")
 			fx.slurm.jobs = jobs

@@ -39,6 +39,7 @@ const (
 	OpRelease       = "release"        // release any hold
 	OpCancel        = "cancel"         // scancel the whole job
 	OpCancelPending = "cancel-pending" // scancel the pending elements of a shadow array
+	OpStartShadow   = "start-shadow"   // let a shadow array start: its begin time, set by the wrapper, moves to now
 	// Pilots: each names the Record (jobs/<uid>.<id>) whose pilot it is.
 	OpSubmitPilots       = "submit-pilots"        // the pilots the record holds as intents (by token), as its owner, with fixed parameters
 	OpCancelPilot        = "cancel-pilot"         // scancel a pilot the record names: TERM to all, KILL after KillWait
@@ -46,7 +47,7 @@ const (
 	OpCancelPendingPilot = "cancel-pending-pilot" // scancel a pilot the record names only if it is still pending
 )
 
-var ops = map[string]bool{OpHold: true, OpRelease: true, OpCancel: true, OpCancelPending: true,
+var ops = map[string]bool{OpHold: true, OpRelease: true, OpCancel: true, OpCancelPending: true, OpStartShadow: true,
 	OpSubmitPilots: true, OpCancelPilot: true, OpSignalPilot: true, OpCancelPendingPilot: true}
 
 // pilotOp: the ops on one pilot of a record.

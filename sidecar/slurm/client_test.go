@@ -201,6 +201,8 @@ func TestActions(t *testing.T) {
 		{"hold bad id", func(c *Client) error { return c.Hold(ctx, "12_", UserHold) }, `error: scontrol uhold: bad job id "12_"`},
 		{"release", func(c *Client) error { return c.Release(ctx, "12") }, "scontrol release 12"},
 		{"release bad id", func(c *Client) error { return c.Release(ctx, "0") }, `error: scontrol release: bad job id "0"`},
+		{"start now", func(c *Client) error { return c.StartNow(ctx, "12") }, "scontrol update JobId=12 StartTime=now"},
+		{"start now bad id", func(c *Client) error { return c.StartNow(ctx, "12 StartTime=x") }, `error: scontrol update: bad job id "12 StartTime=x"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -340,7 +340,7 @@ func (w *Wrapper) submit(ctx context.Context, cfg config.Config, req *Request, r
 			return w.refusal(refuse("shadow array: %v", err))
 		}
 		tctx, cancel := context.WithTimeout(sctx, cfg.Slurm.Timeout.Duration)
-		out, code, stderr := runCapture(tctx, append([]string{real}, shadowArgv(req, e, shadow, in.ScriptArgs)...),
+		out, code, stderr := runCapture(tctx, append([]string{real}, shadowArgv(req, e, shadow, in.ScriptArgs, true)...),
 			stripEnv(env, "SBATCH_WAIT", "SBATCH_GLEAN"), in.Cwd)
 		cancel()
 		_ = os.Remove(shadow)
@@ -433,17 +433,31 @@ func anchorArgv(real string, cfg config.Config, e *spool.Entry, agent string, ui
 	return append(argv, "--wrap=exec "+shellQuote(agent)+" anchor --job "+spool.RecordName(uid, e.ID))
 }
 
+// shadowBegin is the begin time the shadow array is submitted with: it
+// must not start before gleand has taken the job in (and its --begin and
+// --dependency, which the anchor carries, are met), and it must keep the
+// place in the queue Slurm gives it at submission, as the plain job's.
+// gleand moves it to now (scontrol update StartTime=now), which keeps the
+// job's priority; a hold would not: under priority/basic, releasing a job
+// gives it a new, last priority (measured on Slurm 22.05).
+const shadowBegin = "now+365days"
+
 // shadowArgv is the shadow array's sbatch: the user's own command line
 // (so Slurm applies every option as for the plain job, script directives
-// and SBATCH_* variables included), minus what glean handles itself, held,
-// with its output discarded (the agent writes each task's output) and no
-// mail (the anchor carries it).
-func shadowArgv(req *Request, e *spool.Entry, script string, scriptArgs []string) []string {
+// and SBATCH_* variables included), minus what glean handles itself, with
+// its output discarded (the agent writes each task's output) and no mail
+// (the anchor carries it). gated (the real submission, not --test-only)
+// adds shadowBegin in place of the user's --begin, and --parsable.
+func shadowArgv(req *Request, e *spool.Entry, script string, scriptArgs []string, gated bool) []string {
 	var argv []string
 	for _, s := range req.CLI {
 		switch s.Opt.Long {
 		case "glean", "wait", "parsable", "hold", "test-only", "wrap", "quiet", "verbose", "mail-type", "mail-user":
 			continue
+		case "begin":
+			if gated {
+				continue
+			}
 		}
 		if s.HasValue {
 			argv = append(argv, "--"+s.Opt.Long+"="+s.Value)
@@ -451,8 +465,11 @@ func shadowArgv(req *Request, e *spool.Entry, script string, scriptArgs []string
 			argv = append(argv, "--"+s.Opt.Long)
 		}
 	}
-	argv = append(argv, "--job-name="+e.Name, "--hold", "--parsable", "--mail-type=NONE",
+	argv = append(argv, "--job-name="+e.Name, "--mail-type=NONE",
 		"--comment="+spool.ShadowComment(e.ID, e.Nonce), "--output=/dev/null", "--error=/dev/null")
+	if gated {
+		argv = append(argv, "--begin="+shadowBegin, "--parsable")
+	}
 	if e.Items != nil {
 		argv = append(argv, "--array="+e.Array.String())
 	}
@@ -538,15 +555,9 @@ func (w *Wrapper) testOnly(ctx context.Context, real string, req *Request, env [
 	if err := os.WriteFile(script, shadowScript(req, e, w.agent(), w.UID), 0o600); err != nil {
 		return w.refusal(refuse("%v", err))
 	}
-	argv := shadowArgv(req, e, script, in.ScriptArgs)
-	// --test-only instead of --hold/--parsable: sbatch says when it would start.
-	var keep []string
-	for _, a := range argv {
-		if a != "--hold" && a != "--parsable" {
-			keep = append(keep, a)
-		}
-	}
-	out, code, stderr := runCapture(ctx, append([]string{real, "--test-only"}, keep...), stripEnv(env, "SBATCH_WAIT", "SBATCH_GLEAN"), in.Cwd)
+	// Ungated, with --test-only: sbatch says when the plain job would start.
+	argv := shadowArgv(req, e, script, in.ScriptArgs, false)
+	out, code, stderr := runCapture(ctx, append([]string{real, "--test-only"}, argv...), stripEnv(env, "SBATCH_WAIT", "SBATCH_GLEAN"), in.Cwd)
 	w.Stdout.Write(out)
 	w.Stderr.Write(stderr)
 	return code

@@ -31,15 +31,12 @@ wait
 	r1 := cl.Submit(t, "-N", "1", "-w", "c1", "-t", "2", "-o", "/dev/null", "--wrap", "sleep 10")
 	cl.WaitFor(t, 30*time.Second, "R1 to start", func() bool { s, _ := e.SlurmState(t, r1); return s == "RUNNING" })
 	anchor := e.Sbatch(t, "", "--glean=mode=fair,checkpoint=yes", "--array=0", "-w", "c1", "-t", "2", "-o", "sb/%a.out", "sb.sh")
-	// R4 after the shadow array's release: a release gives a held job a
-	// new place in the queue (priority/basic), behind R4 otherwise.
-	cl.WaitFor(t, 30*time.Second, "the shadow array released", func() bool {
-		r := e.Record(t, anchor)
-		return r != nil && r.Shadow != "" && r.ShadowReleased
-	})
+	// R4 right after the wrapper: the shadow array keeps its place ahead
+	// of it whenever gleand lets it start (TestShadowKeepsQueuePlace).
 	r4 := cl.Submit(t, "-N", "1", "-w", "c1", "-t", "3", "-o", "/dev/null", "--wrap", "sleep 90")
 
-	rec := e.Record(t, anchor)
+	var rec *spool.Record
+	cl.WaitFor(t, 30*time.Second, "the job taken in", func() bool { rec = e.Record(t, anchor); return rec != nil })
 	claim := filepath.Join((&spool.Spool{Dir: e.Spool}).UserDir(rec.UID), spool.WorkDir, rec.ID, spool.StandbyDir, "0")
 	// (Or R4 started: the element left c1; the assertions below say what
 	// that costs.)

@@ -255,8 +255,7 @@ func fpCases() []fpCase {
 	slow := "slow.sh" // 30 s: still running when the anchor is scancelled
 	cases := []fpCase{
 		{point: "intake/accepting-recorded"},
-		{point: "intake/anchor-held", args: fair},
-		{point: "intake/held"},
+		{point: "intake/held", args: fair},
 		{point: "intake/script-copied"},
 		{point: "intake/items-copied", args: []string{"--glean=mode=scavenger,dir=items,batch=1"}, tasks: -1},
 		{point: "intake/queued-recorded"},
