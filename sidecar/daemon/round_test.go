@@ -409,3 +409,40 @@ func TestPilotAgeFromSlurm(t *testing.T) {
 		t.Errorf("pilot submit times %v", got)
 	}
 }
+
+// A fair job waiting for its dependency has a shadow array glean has not
+// let start; before Slurm's scheduler has looked at it, squeue shows it
+// under a reason that would claim nodes. No pilot gives way to it: it
+// cannot start.
+func TestWaitingShadowClaimsNothing(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 4)
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	for _, p := range fx.record(e).PilotJobs {
+		m.start(p.ID)
+	}
+	fx.slurm.mu.Lock()
+	fx.slurm.jobs["700"] = QJob{ID: "700", ArrayID: "700", State: "PENDING", Reason: "JobHeldUser", Partition: "batch", User: "root"}
+	fx.slurm.mu.Unlock()
+	w := fx.submit(t, 4, func(e *spool.Entry, _ *QJob) {
+		e.Mode, e.Shadow, e.Dependency = "fair", strconv.Itoa(nextJob+1), "afterok:700"
+	})
+	fx.slurm.mu.Lock()
+	sj := fx.slurm.jobs[w.Shadow]
+	sj.Reason = "None" // as squeue shows a job the scheduler has not looked at yet
+	fx.slurm.jobs[w.Shadow] = sj
+	fx.slurm.mu.Unlock()
+	fx.now = fx.now.Add(time.Second)
+	_, helper := m.round(t, fx.in, x)
+	if r := fx.record(w); r == nil || r.State != spool.StateWaiting {
+		t.Fatalf("record %+v, want waiting for its dependency", r)
+	}
+	if len(helper) != 0 {
+		t.Errorf("helper %q: want nothing (no give-way to a shadow that cannot start, no start before the dependency)", helper)
+	}
+}
