@@ -293,7 +293,7 @@ func (a *Agent) standingBy(now time.Time) bool {
 	}
 	// An element that ran nothing yet stands by whatever its time left, as
 	// its first task runs whatever its time (the plain element would have run it).
-	if a.taken > 0 && !Fits(now, a.lim.End, a.opt.Grace, Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)) {
+	if a.taken > 0 && !Fits(now, a.lim.End, a.opt.Grace, a.estimate()) {
 		return false
 	}
 	t, err := a.work.Standby(a.opt.Pilot, now, a.opt.Idle)
@@ -343,7 +343,7 @@ func (a *Agent) dispatch(now time.Time) (string, error) {
 		if err := a.readJournal(); err != nil {
 			return endNone, err
 		}
-		est := Estimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes)
+		est := a.estimate()
 		// A shadow element is the plain array element: its first task runs
 		// whatever its time limit (the task's own -t).
 		if !(a.opt.Shadow && a.taken == 0) && !Fits(now, a.lim.End, a.opt.Grace, est) {

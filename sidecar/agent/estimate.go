@@ -45,6 +45,13 @@ func Estimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
 	return spool.TaskEstimate(timeLimitMin, runtimes)
 }
 
+// estimate is how long the job's next task is expected to run, as the
+// daemon reckons it when it sizes pilots: from the job's own runtimes, or
+// its profile's until it has some.
+func (a *Agent) estimate() time.Duration {
+	return Estimate(a.job.Entry.Resources.TimeLimit, spool.ProfileSeed(a.hist.runtimes, a.job.Record.ProfileRuntimes))
+}
+
 // Fits reports whether a task estimated to run est, started at now,
 // ends before the allocation's end minus the grace. An unknown end or
 // estimate fits.

@@ -359,3 +359,22 @@ func TestSubmissionUmask(t *testing.T) {
 		t.Errorf("output file mode %v %v, want 0600 from SLURM_UMASK=0077", st.Mode(), err)
 	}
 }
+
+// The agent estimates a task as the daemon does when it sizes pilots: from
+// the job's runtimes, or its profile's until it has some (else a pilot
+// sized for the profile's tasks would not start one).
+func TestEstimateFromProfile(t *testing.T) {
+	a := &Agent{job: &Job{Entry: &spool.Entry{Resources: spool.Resources{TimeLimit: 60}},
+		Record: &spool.Record{ProfileRuntimes: []time.Duration{60 * time.Second, 80 * time.Second}}}, hist: newHistory()}
+	if got, want := a.estimate(), 110*time.Second; got != want {
+		t.Errorf("from the profile: %v, want %v", got, want)
+	}
+	a.hist.runtimes = []time.Duration{20 * time.Second}
+	if got, want := a.estimate(), 35*time.Second; got != want {
+		t.Errorf("from its own: %v, want %v", got, want)
+	}
+	a.job.Record.ProfileRuntimes, a.hist.runtimes = nil, nil
+	if got, want := a.estimate(), time.Hour; got != want {
+		t.Errorf("from nothing: %v, want the -t %v", got, want)
+	}
+}

@@ -266,6 +266,12 @@ func Show(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			line("Items", fmt.Sprintf("%d in %s, %d per task", e.Items.Count, e.Items.Dir, e.Items.Batch))
 		}
 		line("Glean", e.Glean.Raw)
+		if left, ok := r.BudgetLeft(); ok {
+			line("Budget", fmt.Sprintf("%g node-hours of pilots, %.2f left (live pilots count their time limit)", e.Glean.Budget, left.Hours()))
+		}
+		if n := len(r.ProfileRuntimes); n > 0 {
+			line("Profile", fmt.Sprintf("%s: %d task runtimes of the owner's last job with it", e.Glean.Profile, n))
+		}
 		var opts []string
 		for _, o := range e.Options {
 			if o.Value != "" {

@@ -75,6 +75,8 @@ type Executor struct {
 	misses int                  // consecutive pending-pilot timeouts (policy.State)
 	moved  map[string]bool      // pilots whose move this daemon completed (move.go)
 	ended  map[string]time.Time // this round's SPANK epilog markers: pilots that ended on their node
+	// profiled: records whose profile was looked up (seedProfile)
+	profiled map[string]bool
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -82,7 +84,7 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 	if opt.MaxAttempts <= 0 {
 		opt.MaxAttempts = 20
 	}
-	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}}
+	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}, profiled: map[string]bool{}}
 }
 
 // slowCall: a privileged call that failed after this long met a Slurm
@@ -218,12 +220,12 @@ func (b *book) add(ev spool.TaskEvent) {
 
 // taskTime is the expected length of one task (spool.TaskEstimate, as
 // the agent reckons it).
-func (b *book) taskTime(e *spool.Entry) time.Duration {
+func (b *book) taskTime(r *spool.Record) time.Duration {
 	limit := 0
-	if e != nil {
-		limit = e.Resources.TimeLimit
+	if r.Entry != nil {
+		limit = r.Entry.Resources.TimeLimit
 	}
-	return spool.TaskEstimate(limit, b.runtimes)
+	return spool.TaskEstimate(limit, spool.ProfileSeed(b.runtimes, r.ProfileRuntimes))
 }
 
 // startShadow lets r's shadow array start, in the place in the queue it
@@ -388,13 +390,32 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			r.Tasks = counts
 			changed[n] = true
 		}
-		if done+failed >= total {
+		if x.seedProfile(r) {
+			changed[n] = true
+		}
+		taskTime := b.taskTime(r)
+		left, budgeted := r.BudgetLeft()
+		// Out of budget, with nothing that could still run its tasks: no
+		// plain allocation (Fair's runs them without pilots), no pilot
+		// left, and not enough budget for one more.
+		spent := budgeted && counts.Pending > 0 && running == 0 && r.Shadow == "" && !livePilots(r) &&
+			left < max(x.opt.Policy.MinPilotTime, taskTime+x.opt.Policy.TaskSlack)
+		if done+failed >= total || spent {
 			r.State, r.Ended, r.Exit = spool.StateDone, now, 0
-			if failed > 0 {
+			detail := fmt.Sprintf("%d done, %d failed", done, failed)
+			switch {
+			case spent:
+				r.State, r.Exit = spool.StateFailed, max(b.exit, 1)
+				r.Reason = fmt.Sprintf("budget of %g node-hours spent: %d of %d tasks not run", r.Entry.Glean.Budget, counts.Pending, total)
+				detail += fmt.Sprintf(", %d not run (budget spent)", counts.Pending)
+			case failed > 0:
 				r.State, r.Exit = spool.StateFailed, b.exit
 				r.Reason = fmt.Sprintf("%d of %d tasks failed", failed, total)
 			}
-			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: fmt.Sprintf("%d done, %d failed", done, failed)}, "end/put"); err != nil {
+			if dl := r.Entry.Deadline; !dl.IsZero() && now.After(dl) {
+				detail += fmt.Sprintf(", %v past its deadline %s", now.Sub(dl).Round(time.Second), dl.UTC().Format(time.RFC3339))
+			}
+			if err := x.in.store(r, spool.Event{Time: now, Event: r.State, Detail: detail}, "end/put"); err != nil {
 				x.log.Error("recording the end", "job", n, "err", err)
 				continue
 			}
@@ -419,7 +440,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			mode = x.opt.DefaultMode
 		}
 		ej := policy.ElasticJob{ID: n, Mode: mode, Submit: r.Submitted, TasksPending: counts.Pending,
-			TasksRunning: running, TaskTime: b.taskTime(r.Entry), Owner: strconv.Itoa(r.UID)}
+			TasksRunning: running, TaskTime: taskTime, Owner: strconv.Itoa(r.UID), Budgeted: budgeted, BudgetLeft: left, Deadline: r.Entry.Deadline}
 		if mode == policy.Fair && r.Shadow != "" {
 			ej.BaseJobIDs = []string{r.Shadow}
 		}
@@ -431,8 +452,8 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			notYet(snap, r.Shadow)
 		}
 	}
-	// FIFO among elastic jobs.
-	sort.SliceStable(pst.Jobs, func(i, j int) bool { return pst.Jobs[i].Submit.Before(pst.Jobs[j].Submit) })
+	// FIFO among elastic jobs, deadlines first among an owner's own.
+	policy.Order(pst.Jobs)
 
 	var acts []policy.Action
 	if snap.Complete {
@@ -686,7 +707,7 @@ func (x *Executor) work(now time.Time, r *spool.Record, b *book, snap *cluster.S
 			// When its task is expected to end (zero: unknown), so that the
 			// policy lets a pilot about to be free give way first.
 			end := time.Time{}
-			if tt := b.taskTime(r.Entry); tt > 0 && !l.Lease.Started.IsZero() {
+			if tt := b.taskTime(r); tt > 0 && !l.Lease.Started.IsZero() {
 				end = l.Lease.Started.Add(tt)
 			}
 			if prev, ok := busy[l.Lease.Pilot]; !ok || (!prev.IsZero() && (end.IsZero() || end.After(prev))) {
@@ -1080,6 +1101,40 @@ func (x *Executor) needsEnd(r *spool.Record) bool {
 		return livePilots(r) && r.Entry != nil
 	}
 	return false
+}
+
+// seedProfile gives r, once, the runtimes of its profile: the completed
+// task runtimes of the owner's most recently ended job with the same
+// --glean profile (the last MaxProfileRuntimes of them). It reports
+// whether r changed.
+func (x *Executor) seedProfile(r *spool.Record) bool {
+	if r.Entry == nil || r.Entry.Glean.Profile == "" || r.ProfileRuntimes != nil || x.profiled[r.DirName()] {
+		return false
+	}
+	x.profiled[r.DirName()] = true // looked at once per daemon: a job ended later does not count
+	var last *spool.Record
+	for _, o := range x.in.known {
+		if o.UID == r.UID && o.Entry != nil && o.Entry.Glean.Profile == r.Entry.Glean.Profile &&
+			(o.State == spool.StateDone || o.State == spool.StateFailed) && (last == nil || o.Ended.After(last.Ended)) {
+			last = o
+		}
+	}
+	if last == nil {
+		return false
+	}
+	evs, err := x.records.TaskEvents(last.DirName()) // not x.book: an ended job's book is not kept
+	if err != nil {
+		x.log.Warn("reading the profile's last job", "job", r.DirName(), "from", last.DirName(), "err", err)
+		return false
+	}
+	b := newBook(evs)
+	if len(b.runtimes) == 0 {
+		return false
+	}
+	r.ProfileRuntimes = slices.Clone(b.runtimes[max(0, len(b.runtimes)-spool.MaxProfileRuntimes):])
+	x.log.Info("task runtimes from the profile's last job", "job", r.DirName(), "profile", r.Entry.Glean.Profile,
+		"from", last.DirName(), "runtimes", len(r.ProfileRuntimes))
+	return true
 }
 
 func livePilots(r *spool.Record) bool {

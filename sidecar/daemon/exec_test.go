@@ -171,10 +171,10 @@ func TestBook(t *testing.T) {
 		t.Errorf("exit %d, want 3 (task 31's 7 was retried and completed)", b.exit)
 	}
 	// p95 of 10..29 s is the 19th of 20: 28 s; plus a quarter and 10 s.
-	if got, want := b.taskTime(nil), 28*time.Second+7*time.Second+10*time.Second; got != want {
+	if got, want := b.taskTime(&spool.Record{}), 28*time.Second+7*time.Second+10*time.Second; got != want {
 		t.Errorf("taskTime %v, want %v", got, want)
 	}
-	if got := newBook(nil).taskTime(&spool.Entry{Resources: spool.Resources{TimeLimit: 7}}); got != 7*time.Minute {
+	if got := newBook(nil).taskTime(&spool.Record{Entry: &spool.Entry{Resources: spool.Resources{TimeLimit: 7}}}); got != 7*time.Minute {
 		t.Errorf("taskTime from -t: %v", got)
 	}
 }

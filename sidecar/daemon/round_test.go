@@ -415,12 +415,7 @@ func TestPilotAgeFromSlurm(t *testing.T) {
 // under a reason that would claim nodes. No pilot gives way to it: it
 // cannot start.
 func TestWaitingShadowClaimsNothing(t *testing.T) {
-	fx := newFixture(t)
-	m := newModel(t, fx, 4)
-	pc := policy.DefaultConfig()
-	pc.PilotPartition = "pilot"
-	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
-		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	fx, m, x := newRound(t, 4, policy.DefaultConfig())
 	e := fx.submit(t, 40, nil)
 	m.round(t, fx.in, x)
 	for _, p := range fx.record(e).PilotJobs {
@@ -445,4 +440,102 @@ func TestWaitingShadowClaimsNothing(t *testing.T) {
 	if len(helper) != 0 {
 		t.Errorf("helper %q: want nothing (no give-way to a shadow that cannot start, no start before the dependency)", helper)
 	}
+}
+
+// A scavenger job with a budget gets pilots only within it; once its
+// pilots have used it up, with tasks left and nothing to run them, the job
+// ends FAILED saying so, instead of waiting for ever.
+func TestBudgetSpentEndsJob(t *testing.T) {
+	fx, m, x := newRound(t, 4, policy.DefaultConfig())
+	e := fx.submit(t, 40, func(e *spool.Entry, _ *QJob) { e.Glean.Budget = 0.5 })
+	m.round(t, fx.in, x)
+	pilots := fx.record(e).PilotJobs
+	if len(pilots) != 1 || pilots[0].TimeLimit != 30*time.Minute {
+		t.Fatalf("pilots %+v: want one of 30 minutes (the budget)", pilots)
+	}
+	m.start(pilots[0].ID)
+	fx.now = fx.now.Add(time.Second)
+	if _, helper := m.round(t, fx.in, x); len(helper) != 0 {
+		t.Fatalf("helper %q: want nothing while the pilot holds the whole budget", helper)
+	}
+	fx.now = fx.now.Add(30 * time.Minute)
+	m.end(pilots[0].ID, "")
+	_, helper := m.round(t, fx.in, x)
+	r := fx.record(e)
+	if r.State != spool.StateFailed || r.Exit == 0 || !strings.Contains(r.Reason, "budget of 0.5 node-hours spent: 40 of 40 tasks not run") {
+		t.Errorf("record %s exit %d %q: want failed, budget spent", r.State, r.Exit, r.Reason)
+	}
+	if slices.ContainsFunc(helper, func(s string) bool { return strings.HasPrefix(s, "submit-pilots") }) {
+		t.Errorf("helper %q: a pilot beyond the budget", helper)
+	}
+}
+
+// Of one owner's jobs, the one with a deadline gets the idle node first,
+// though submitted later.
+func TestDeadlineFirstAmongOwnJobs(t *testing.T) {
+	fx, m, x := newRound(t, 1, policy.DefaultConfig())
+	fx.submit(t, 40, nil)
+	fx.now = fx.now.Add(time.Second)
+	late := fx.submit(t, 40, func(e *spool.Entry, _ *QJob) { e.Deadline = fx.now.Add(time.Hour) })
+	_, helper := m.round(t, fx.in, x)
+	if want := "submit-pilots " + fx.record(late).DirName() + " x1"; len(helper) != 1 || helper[0] != want {
+		t.Errorf("helper %q, want %q", helper, want)
+	}
+}
+
+// A job with a profile starts from the runtimes of its owner's last ended
+// job with that profile: its pilots are sized for tasks of about a minute,
+// not for the tasks' -t of an hour, before any of its own tasks ran.
+func TestProfileSeedsTaskTime(t *testing.T) {
+	fx, m, x := newRound(t, 4, policy.DefaultConfig())
+	profile := func(p string) func(*spool.Entry, *QJob) {
+		return func(e *spool.Entry, _ *QJob) { e.Glean.Profile, e.Resources.TimeLimit = p, 60 }
+	}
+	// The profile's last job, ended: tasks of 60 and 80 s. An older one,
+	// and one of another profile, say otherwise.
+	old := fx.submit(t, 2, profile("calib"))
+	other := fx.submit(t, 2, profile("other"))
+	last := fx.submit(t, 2, profile("calib"))
+	fx.round(t)
+	for i, e := range []*spool.Entry{old, other, last} {
+		r := fx.record(e)
+		r.State, r.Ended = spool.StateDone, fx.now.Add(time.Duration(i)*time.Minute)
+		if err := fx.in.records.Put(r); err != nil {
+			t.Fatal(err)
+		}
+		run := []time.Duration{30 * time.Minute, 40 * time.Minute}
+		if e == last {
+			run = []time.Duration{60 * time.Second, 80 * time.Second}
+		}
+		var evs []spool.Event
+		for k, d := range run {
+			evs = append(evs, spool.Event{Time: fx.now, Event: "task", Task: &spool.TaskEvent{Index: k, Attempt: strconv.Itoa(k),
+				Start: fx.now, End: fx.now.Add(d), Reason: spool.ReasonCompleted, Final: true}})
+		}
+		if err := fx.in.records.JournalAll(r, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := fx.submit(t, 40, profile("calib"))
+	m.round(t, fx.in, x)
+	r := fx.record(e)
+	if want := []time.Duration{60 * time.Second, 80 * time.Second}; !slices.Equal(r.ProfileRuntimes, want) {
+		t.Fatalf("profile runtimes %v, want %v (the profile's last ended job)", r.ProfileRuntimes, want)
+	}
+	// p95 80 s x 1.25 + 10 s = 110 s a task; 40 tasks on 4 pilots: 10 each.
+	if len(r.PilotJobs) != 4 || r.PilotJobs[0].TimeLimit != 19*time.Minute {
+		t.Errorf("pilots %+v: want 4 of 19 minutes (10 tasks of 110 s, whole minutes up)", r.PilotJobs)
+	}
+}
+
+// newRound is a fixture, a Slurm model of nodes n1..nodes and an executor
+// with policy cfg (pilots in partition pilot, scavenger by default).
+func newRound(t *testing.T, nodes int, cfg policy.Config) (*fixture, *slurmModel, *Executor) {
+	t.Helper()
+	fx := newFixture(t)
+	m := newModel(t, fx, nodes)
+	cfg.PilotPartition = "pilot"
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: cfg, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return fx, m, x
 }

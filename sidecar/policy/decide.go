@@ -76,11 +76,41 @@ type ElasticJob struct {
 	// next job with work (MovePilot) instead of leaving. "": a pool of its
 	// own. A pilot never moves to another owner's job.
 	Owner string
+	// Budgeted: the job has a budget of pilot node-time (--glean
+	// budget=), of which BudgetLeft is not yet spent or promised to its
+	// live pilots (each counts its time limit until it ends). No pilot is
+	// submitted with a time limit beyond what is left, so the job's
+	// pilots never use more than the budget; the plain allocation (Fair's
+	// base) is not counted: it is what the job would use without glean.
+	// (The simulator sets no budget; a caller that does must count it
+	// among the inputs it compares before skipping a round.)
+	Budgeted   bool
+	BudgetLeft time.Duration
+	// Deadline (--glean deadline=): when the owner wants the job done;
+	// zero: none. It orders the owner's own jobs (Order).
+	Deadline time.Time
+}
+
+// budgetCap is the longest time limit job j's next pilot may have: its
+// budget left, in whole minutes; cluster.Unlimited without a budget.
+func budgetCap(j *ElasticJob, spent time.Duration) time.Duration {
+	if !j.Budgeted {
+		return cluster.Unlimited
+	}
+	return max(j.BudgetLeft-spent, 0).Truncate(time.Minute)
+}
+
+// capBudget is limit within the budget cap (an unlimited limit included).
+func capBudget(limit, budget time.Duration) time.Duration {
+	if budget != cluster.Unlimited && (limit == cluster.Unlimited || limit > budget) {
+		return budget
+	}
+	return limit
 }
 
 // State is what glean knows beyond the snapshot.
 type State struct {
-	Jobs   []ElasticJob // in FIFO order: the first gets nodes first
+	Jobs   []ElasticJob // in precedence order (Order: FIFO, deadlines within an owner's jobs): the first gets nodes first
 	Pilots []Pilot
 	// PendingMisses counts consecutive rounds in which a pending pilot
 	// timed out; each adds Config.PendingTimeoutStep to the timeout.
@@ -905,18 +935,22 @@ func (d *decider) submit() {
 			if tl < minTL {
 				continue
 			}
+			var spent time.Duration
 			for _, c := range tcands {
-				if want <= 0 || budget <= 0 {
+				// A budget shortens Algorithm 2's limit: ending sooner is safe.
+				ctl := capBudget(tl, budgetCap(j, spent))
+				if want <= 0 || budget <= 0 || ctl < minTL {
 					break
 				}
 				if taken[c.i] {
 					continue
 				}
+				spent += ctl
 				taken[c.i] = true
 				want--
 				budget--
 				d.uncovered[ji]--
-				d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl, Reason: plan.why})
+				d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: ctl, Reason: plan.why})
 			}
 			continue
 		}
@@ -949,11 +983,13 @@ func (d *decider) submit() {
 			rounds := (j.TasksPending + workers - 1) / workers
 			workCap = max(roundUpMinute(time.Duration(rounds)*j.TaskTime+d.cfg.TaskSlack), minTL)
 		}
+		var spent time.Duration
 		for _, c := range picked {
-			tl := d.syncRelease(min(d.pilotLimit(c.window), workCap))
+			tl := d.syncRelease(capBudget(min(d.pilotLimit(c.window), workCap), budgetCap(j, spent)))
 			if tl < minTL {
 				continue
 			}
+			spent += tl
 			taken[c.i] = true
 			budget--
 			d.uncovered[ji]--

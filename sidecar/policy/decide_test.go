@@ -237,6 +237,35 @@ func TestDecideHarvest(t *testing.T) {
 			want: []Action{sub("e1", "n1", 118*time.Minute)},
 		},
 		{
+			name: "budget: pilots within what is left, the last one shorter, none under a task",
+			snap: base(),
+			st: State{Jobs: []ElasticJob{func() ElasticJob {
+				j := ejob("e1", Scavenger, 100, 0, 10*time.Minute)
+				j.Budgeted, j.BudgetLeft = true, 28*time.Minute+28*time.Minute+15*time.Minute+30*time.Second
+				return j
+			}()}},
+			want: []Action{sub("e1", "n1", 28*time.Minute), sub("e1", "n2", 28*time.Minute), sub("e1", "n3", 15*time.Minute)},
+		},
+		{
+			name: "budget caps an unlimited pilot",
+			snap: open(),
+			st: State{Jobs: []ElasticJob{func() ElasticJob {
+				j := ejob("e1", Fair, 2, 0, 0)
+				j.Budgeted, j.BudgetLeft = true, 90*time.Minute
+				return j
+			}()}},
+			want: []Action{sub("e1", "n1", 90*time.Minute)},
+		},
+		{
+			name: "budget spent: no pilot",
+			snap: open(),
+			st: State{Jobs: []ElasticJob{func() ElasticJob {
+				j := ejob("e1", Fair, 2, 0, time.Minute)
+				j.Budgeted = true
+				return j
+			}()}},
+		},
+		{
 			name: "window shorter than a task: no pilot",
 			snap: base(),
 			st:   State{Jobs: []ElasticJob{ejob("e1", Fair, 100, 0, 29*time.Minute)}},

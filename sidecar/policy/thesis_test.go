@@ -108,6 +108,13 @@ func TestDecideThesis(t *testing.T) {
 			want: takeAll("C", unl, "n21", "n22")},
 		{name: "Case 1 with little work, ThesisHoldEmpty: as published", snap: case1(unl, 2), st: c1(2),
 			cfg: func(c *Config) { c.ThesisHoldEmpty = true }, want: takeAll("C", unl, names("n", 21, 24)...)},
+		{name: "Case 1 within a budget: the UNLIMITED limit shortened to what is left, no pilot for the rest", snap: case1(unl, 100),
+			st: func() State {
+				st := c1(100)
+				st.Jobs[0].Budgeted, st.Jobs[0].BudgetLeft = true, 3*time.Hour+90*time.Second
+				return st
+			}(),
+			want: []Action{sub("C", "n21", 3*time.Hour+time.Minute)}},
 		{name: "Case 1 within MaxPendingPilots", snap: case1(unl, 100), st: c1(100),
 			cfg: func(c *Config) { c.MaxPendingPilots = 3 }, want: takeAll("C", unl, "n21", "n22", "n23")},
 		tc("3.3.2 a round later: t21 is in its grace (Leaving): its node counts as idle, J4 fits, no second release", thesisCluster{},

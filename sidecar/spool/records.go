@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,8 +87,14 @@ type Record struct {
 	// PilotJobs are the pilots glean submitted for the job and has not
 	// yet seen end: the only way a pilot is recognised (never by name).
 	PilotJobs []PilotJob `json:"pilot_jobs,omitempty"`
-	// ShadowReleased: the shadow array was released into the queue.
+	// ShadowReleased: the shadow array was let start, in its place in the
+	// queue (its begin time moved to now; released if it was held).
 	ShadowReleased bool `json:"shadow_released,omitempty"`
+	// ProfileRuntimes (--glean profile=): completed task runtimes of the
+	// owner's last ended job with the same profile, set once; daemon and
+	// agent estimate a task from them until the job has runtimes of its
+	// own (ProfileSeed). Public: the agent reads them from the status.
+	ProfileRuntimes []time.Duration `json:"profile_runtimes,omitempty"`
 	// AnchorReleased: the job ended and its anchor was released to run.
 	AnchorReleased bool `json:"anchor_released,omitempty"`
 	// Exit is the job's exit code once it ended (the anchor exits with it).
@@ -166,6 +173,33 @@ func (r *Record) Public() *Record {
 		p.PilotJobs[i].Token = ""
 	}
 	return &p
+}
+
+// MaxBudget: a budget of this many node-hours or more is no budget (it
+// would not fit a time.Duration, nearly 300 years).
+const MaxBudget = 1e6
+
+// BudgetLeft is what is left of r's --glean budget of pilot node-time:
+// each pilot counts its time limit until it ends (it may use all of it),
+// then the time it ran; one that never started counts nothing. A pilot
+// that moved to another job counts there. ok is false without a budget.
+func (r *Record) BudgetLeft() (left time.Duration, ok bool) {
+	if r.Entry == nil || !(r.Entry.Glean.Budget > 0 && r.Entry.Glean.Budget < MaxBudget) {
+		return 0, false
+	}
+	left = time.Duration(r.Entry.Glean.Budget * float64(time.Hour))
+	for _, p := range r.PilotJobs {
+		switch {
+		case p.MovedTo != "":
+		case p.Ended.IsZero() && p.TimeLimit == math.MaxInt64: // unlimited
+			return 0, true
+		case p.Ended.IsZero():
+			left -= p.TimeLimit
+		case !p.Started.IsZero():
+			left -= min(max(p.Ended.Sub(p.Started), 0), p.TimeLimit)
+		}
+	}
+	return max(left, 0), true
 }
 
 // Name is the record's directory name under jobs/.

@@ -200,6 +200,19 @@ func TaskEstimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
 	return est
 }
 
+// MaxProfileRuntimes bounds the runtimes a profile carries to a new job.
+const MaxProfileRuntimes = 100
+
+// ProfileSeed is what a task estimate learns from: the job's own completed
+// runtimes, or until it has any, those of its profile (Record.
+// ProfileRuntimes). The daemon and the agent both estimate from it.
+func ProfileSeed(own, profile []time.Duration) []time.Duration {
+	if len(own) > 0 {
+		return own
+	}
+	return profile
+}
+
 // ArrayContains reports whether task is one of the job's indices.
 func (e *Entry) ArrayContains(task int) bool {
 	if e.Array == nil {

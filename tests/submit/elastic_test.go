@@ -198,7 +198,7 @@ func TestElasticArrayJob(t *testing.T) {
 	e := setup(t)
 	e.startDaemon(t)
 	e.writeFiles(t, map[string]string{"calib.sh": elasticJob})
-	r := e.asUser(t, "sbatch", "--array=0-149", "calib.sh")
+	r := e.asUser(t, "sbatch", "--array=0-149", "--glean=budget=2.5", "calib.sh")
 	if r.Code != 0 || r.Stderr != "" || !strings.HasPrefix(r.Stdout, "Submitted batch job ") || strings.Count(r.Stdout, "\n") != 1 {
 		t.Fatalf("submission: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
@@ -266,7 +266,8 @@ func TestElasticArrayJob(t *testing.T) {
 		t.Errorf("glean status:\n%s", tab.Stdout)
 	}
 	show := e.asUser(t, filepath.Join(e.Bin, "glean"), "show", id)
-	if show.Code != 0 || !strings.Contains(show.Stdout, "ShadowArray: "+en.Shadow) || !strings.Contains(show.Stdout, "Array:") {
+	if show.Code != 0 || !strings.Contains(show.Stdout, "ShadowArray: "+en.Shadow) || !strings.Contains(show.Stdout, "Array:") ||
+		!regexp.MustCompile(`(?m)^Budget: +2\.5 node-hours of pilots, `).MatchString(show.Stdout) {
 		t.Errorf("glean show:\n%s%s", show.Stdout, show.Stderr)
 	}
 
