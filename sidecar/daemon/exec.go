@@ -230,7 +230,7 @@ func (b *book) taskTime(r *spool.Record) time.Duration {
 
 // startShadow lets r's shadow array start, in the place in the queue it
 // has had since the wrapper submitted it, as the plain job would: the
-// wrapper submits it with a begin time a year ahead (see shadowGate), and
+// wrapper submits it with a begin time a year ahead (submit.shadowBegin), and
 // moving that to now keeps its priority, where a release would give it a
 // new, last one under priority/basic. A shadow submitted held (by a glean
 // before this, or held since) is released. It reports whether the shadow
