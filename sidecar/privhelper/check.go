@@ -111,6 +111,9 @@ func (h *Handler) matches(req Request, r *spool.Record, jobs []qjob) error {
 	if req.Op == OpHold && r.State != spool.StateAccepting && !r.Active() {
 		return refuse("job %s: its record %s is %s; glean holds only jobs it is taking in or running", req.Job, name, r.State)
 	}
+	if req.Op == OpStartShadow && !r.Active() {
+		return refuse("job %s: its record %s is %s; glean starts only the shadow arrays of jobs it runs", req.Job, name, r.State)
+	}
 	if r.Entry == nil || r.Entry.Nonce == "" || r.Entry.ID != r.ID {
 		return refuse("job %s: its record %s holds no entry nonce", req.Job, name)
 	}

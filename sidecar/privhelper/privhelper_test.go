@@ -463,6 +463,11 @@ func TestHandleChecks(t *testing.T) {
 			fx.slurm.jobs = jobs
 			return Request{Op: OpStartShadow, Job: "102"}
 		}, "", "scontrol update JobId=102 StartTime=now"},
+		{"start-shadow of an ended job", func(t *testing.T, fx *fixture) Request {
+			_, jobs := fx.record(t, aliceUID, alice, spool.StateCancelled, "101", "102")
+			fx.slurm.jobs = jobs
+			return Request{Op: OpStartShadow, Job: "102"}
+		}, "is cancelled; glean starts only the shadow arrays of jobs it runs", ""},
 		{"start-shadow on an anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
 			fx.slurm.jobs = jobs
