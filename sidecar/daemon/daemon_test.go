@@ -175,7 +175,7 @@ func (f *fakeSlurm) StartShadow(_ context.Context, id string) error {
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "start "+id)
 	j := f.jobs[id]
-	j.Reason = "Priority"
+	j.Reason, j.Start = "Priority", time.Time{}
 	f.jobs[id] = j
 	return nil
 }
@@ -240,8 +240,9 @@ func (fx *fixture) submit(t testing.TB, tasks int, mutate func(e *spool.Entry, a
 	fx.slurm.mu.Lock()
 	fx.slurm.jobs[anchor.ID] = anchor
 	if e.Shadow != "" {
+		// As the wrapper submits it: behind a begin time a year ahead.
 		fx.slurm.jobs[e.Shadow] = QJob{ID: e.Shadow, ArrayID: e.Shadow, State: "PENDING", Reason: "BeginTime", Partition: "batch", User: fx.user,
-			Comment: spool.ShadowComment(e.ID, e.Nonce)}
+			Start: fx.now.Add(365 * 24 * time.Hour), Comment: spool.ShadowComment(e.ID, e.Nonce)}
 	}
 	fx.slurm.mu.Unlock()
 	if err := fx.s.EnsureUserDirs(fx.uid); err != nil {

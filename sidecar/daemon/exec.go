@@ -228,63 +228,86 @@ func (b *book) taskTime(r *spool.Record) time.Duration {
 	return spool.TaskEstimate(limit, spool.ProfileSeed(b.runtimes, r.ProfileRuntimes))
 }
 
+// gateHorizon: a pending job whose expected start is further ahead than
+// this waits for a begin time (the wrapper's shadowBegin is a year ahead),
+// since Slurm's backfill plans no further than bf_window (at most 30 days).
+const gateHorizon = 300 * 24 * time.Hour
+
 // startShadow lets r's shadow array start, in the place in the queue it
 // has had since the wrapper submitted it, as the plain job would: the
-// wrapper submits it with a begin time a year ahead (submit.shadowBegin), and
-// moving that to now keeps its priority, where a release would give it a
-// new, last one under priority/basic. A shadow submitted held (by a glean
-// before this, or held since) is released. It reports whether the shadow
-// is free to start: also when no element waits any more (a daemon that
-// died after starting it, before recording so).
-func (x *Executor) startShadow(ctx context.Context, r *spool.Record, snap *cluster.Snapshot) bool {
-	held, pending, started := shadowState(snap, r.Shadow)
+// wrapper submits it with a begin time a year ahead (submit.shadowBegin),
+// and moving that to now keeps its priority, where a release would give it
+// a new, last one under priority/basic. A hold on it, if any, is its
+// holder's to lift (a user's, or an admin's: glean puts none). One the
+// wrapper submitted held instead (a job with Slurm's --deadline, or an
+// older wrapper's) is released. It reports whether the shadow is free to
+// start as far as glean is concerned: also when no element waits for glean
+// any more (a daemon that died after starting it, before recording so).
+func (x *Executor) startShadow(ctx context.Context, now time.Time, r *spool.Record, snap *cluster.Snapshot) bool {
+	sh := shadowState(snap, r.Shadow, now)
 	var err error
 	switch {
-	case started || !pending && snap.Complete:
+	case sh.started || !sh.pending && snap.Complete:
 		// Started already (by a daemon that died before recording it),
 		// or gone: nothing waits for glean.
 		x.log.Info("the shadow array is not waiting for glean: recorded as started", "job", r.Shadow)
 		return true
-	case !pending:
+	case !sh.pending:
 		return false // Slurm did not answer in full: look again next round
-	case held:
+	case sh.gated:
+		err = x.act.StartShadow(ctx, r.Shadow)
+	case sh.userHeld:
 		err = x.act.Release(ctx, r.Shadow)
 	default:
-		err = x.act.StartShadow(ctx, r.Shadow)
+		if sh.adminHeld {
+			x.log.Warn("the shadow array is on an admin hold glean did not put: left to the admin", "job", r.Shadow)
+		}
+		return true
 	}
 	if err != nil {
-		x.log.Warn("letting the shadow array start", "job", r.Shadow, "held", held, "err", err)
+		x.log.Warn("letting the shadow array start", "job", r.Shadow, "err", err)
 		return false
 	}
 	return true
 }
 
-// shadowState reads shadow array id in the snapshot: whether some element
-// is pending (held: one of them on a hold), and whether some element has
-// started or ended, which none does before glean lets it start.
-func shadowState(snap *cluster.Snapshot, id string) (held, pending, started bool) {
+// shadowView is a shadow array as the snapshot shows it.
+type shadowView struct {
+	pending, started    bool // some element pending; some started or ended
+	gated               bool // some pending element waits for the wrapper's begin time
+	userHeld, adminHeld bool // some pending element on a user's or an admin's hold
+}
+
+func shadowState(snap *cluster.Snapshot, id string, now time.Time) shadowView {
+	var v shadowView
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		switch {
 		case j.ID != id && j.ArrayJobID != id:
 		case !j.Pending():
-			started = true
+			v.started = true
 		default:
-			pending = true
-			held = held || strings.HasPrefix(j.Reason, "JobHeld")
+			v.pending = true
+			v.gated = v.gated || j.Start.After(now.Add(gateHorizon))
+			v.userHeld = v.userHeld || strings.HasPrefix(j.Reason, "JobHeldUser")
+			v.adminHeld = v.adminHeld || strings.HasPrefix(j.Reason, "JobHeldAdmin")
 		}
 	}
-	return held, pending, started
+	return v
 }
 
-// notYet shows the pending elements of a shadow array glean has not let
-// start as what they are, waiting for their begin time: until Slurm's
-// scheduler has looked at a new job, squeue gives it a reason under which
-// the policy would count it as a claimant, and pilots would give way to a
-// job that cannot start.
-func notYet(snap *cluster.Snapshot, shadow string) {
+// notYet shows as what they are, waiting for a begin time, the pending
+// jobs that cannot start: the elements of a shadow array glean has not
+// let start (shadow, "" for none), and any job whose expected start is
+// beyond gateHorizon (a shadow array before its entry is taken in, or one
+// refused). Until Slurm's scheduler has looked at a new job, squeue gives
+// it a reason under which the policy would count it as a claimant, and
+// pilots would give way to a job that cannot start.
+func notYet(snap *cluster.Snapshot, shadow string, now time.Time) {
 	for i := range snap.Jobs {
-		if j := &snap.Jobs[i]; (j.ID == shadow || j.ArrayJobID == shadow) && j.Pending() && policy.Reserves(j.Reason) {
+		j := &snap.Jobs[i]
+		own := shadow != "" && (j.ID == shadow || j.ArrayJobID == shadow)
+		if j.Pending() && policy.Reserves(j.Reason) && (own || j.Start.After(now.Add(gateHorizon))) {
 			j.Reason = "BeginTime"
 		}
 	}
@@ -354,7 +377,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			x.log.Warn("reading the journal", "job", n, "err", err)
 			continue
 		}
-		if r.Shadow != "" && !r.ShadowReleased && x.startShadow(ctx, r, snap) {
+		if r.Shadow != "" && !r.ShadowReleased && x.startShadow(ctx, now, r, snap) {
 			x.opt.Fail.Hit("shadow/released")
 			r.ShadowReleased = true
 			changed[n] = true
@@ -447,9 +470,10 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		pst.Jobs = append(pst.Jobs, ej)
 	}
 	markBusy(pst.Pilots, allBusy)
+	notYet(snap, "", now)
 	for _, n := range names {
 		if r := x.in.known[n]; r.Shadow != "" && !r.ShadowReleased {
-			notYet(snap, r.Shadow)
+			notYet(snap, r.Shadow, now)
 		}
 	}
 	// FIFO among elastic jobs, deadlines first among an owner's own.

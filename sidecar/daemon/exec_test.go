@@ -430,16 +430,21 @@ func (a *shadowActor) StartShadow(_ context.Context, id string) error {
 
 // A shadow array waits behind the wrapper's begin time and is started by
 // moving it to now, never by a release, which under priority/basic would
-// put it behind every job submitted since; one held (an older wrapper's)
-// is released; one whose elements started already needs nothing.
+// put it behind every job submitted since, and which would not move the
+// begin time anyway; a hold on it stays (its holder's, glean puts none).
+// One submitted held (a job with Slurm's --deadline, an older wrapper's) is
+// released; one whose elements started already needs nothing.
 func TestStartShadow(t *testing.T) {
-	el := func(id, state, reason string) cluster.Job {
+	now := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	gate := now.Add(365 * 24 * time.Hour)
+	el := func(id, state, reason string, start time.Time) cluster.Job {
 		st := cluster.JobPending
 		if state == "R" {
 			st = cluster.JobRunning
 		}
-		return cluster.Job{ID: id, ArrayJobID: "50", State: st, Reason: reason}
+		return cluster.Job{ID: id, ArrayJobID: "50", State: st, Reason: reason, Start: start}
 	}
+	var none time.Time
 	for _, tc := range []struct {
 		name     string
 		jobs     []cluster.Job
@@ -447,20 +452,23 @@ func TestStartShadow(t *testing.T) {
 		want     string
 		started  bool
 	}{
-		{"behind its begin time", []cluster.Job{el("50", "PD", "BeginTime")}, true, "start 50", true},
-		{"reason not yet set", []cluster.Job{el("50", "PD", "None")}, true, "start 50", true},
-		{"behind a dependency too", []cluster.Job{el("50", "PD", "Dependency")}, true, "start 50", true},
-		{"held by an older wrapper", []cluster.Job{el("50", "PD", "JobHeldUser")}, true, "release 50", true},
-		{"held by an older daemon", []cluster.Job{el("50", "PD", "JobHeldAdmin")}, true, "release 50", true},
-		{"started before the record said so", []cluster.Job{el("51", "R", "None"), el("50", "PD", "Resources")}, true, "", true},
+		{"behind its begin time", []cluster.Job{el("50", "PD", "BeginTime", gate)}, true, "start 50", true},
+		{"reason not yet set", []cluster.Job{el("50", "PD", "None", gate)}, true, "start 50", true},
+		{"behind a dependency too", []cluster.Job{el("50", "PD", "Dependency", gate)}, true, "start 50", true},
+		{"held by its user behind the gate: the hold stays", []cluster.Job{el("50", "PD", "JobHeldUser", gate)}, true, "start 50", true},
+		{"on an admin hold behind the gate: never released", []cluster.Job{el("50", "PD", "JobHeldAdmin", gate)}, true, "start 50", true},
+		{"submitted held (--deadline, an older wrapper)", []cluster.Job{el("50", "PD", "JobHeldUser", none)}, true, "release 50", true},
+		{"on an admin hold glean did not put: left alone", []cluster.Job{el("50", "PD", "JobHeldAdmin", none)}, true, "", true},
+		{"free to start already", []cluster.Job{el("50", "PD", "Priority", now.Add(time.Hour))}, true, "", true},
+		{"started before the record said so", []cluster.Job{el("51", "R", "None", now), el("50", "PD", "Resources", gate)}, true, "", true},
 		{"gone", nil, true, "", true},
 		{"not seen, Slurm not answering in full", nil, false, "", false},
-		{"another job's", []cluster.Job{{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "BeginTime"}}, false, "", false},
+		{"another job's", []cluster.Job{{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "BeginTime", Start: gate}}, false, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &shadowActor{}
 			x := &Executor{act: a, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			got := x.startShadow(context.Background(), &spool.Record{Shadow: "50"}, &cluster.Snapshot{Jobs: tc.jobs, Complete: tc.complete})
+			got := x.startShadow(context.Background(), now, &spool.Record{Shadow: "50"}, &cluster.Snapshot{Jobs: tc.jobs, Complete: tc.complete})
 			if got != tc.started || strings.Join(a.calls, ",") != tc.want {
 				t.Errorf("started %v, calls %q; want %v, %q", got, a.calls, tc.started, tc.want)
 			}
@@ -469,21 +477,36 @@ func TestStartShadow(t *testing.T) {
 }
 
 // Until Slurm's scheduler has seen a new shadow array, squeue gives it a
-// reason the policy counts as a claimant; a shadow glean has not let start
-// is shown waiting for its begin time, so that no pilot gives way to it.
+// reason the policy counts as a claimant; a shadow glean has not let start,
+// or any job whose expected start is a year ahead (a shadow array before
+// its entry is taken in), is shown waiting for its begin time, so that no
+// pilot gives way to it.
 func TestNotYet(t *testing.T) {
-	snap := &cluster.Snapshot{Jobs: []cluster.Job{
-		{ID: "50", ArrayJobID: "50", State: cluster.JobPending, Reason: "None"},
-		{ID: "51", ArrayJobID: "50", State: cluster.JobPending, Reason: "Dependency"},
-		{ID: "52", ArrayJobID: "50", State: cluster.JobRunning, Reason: "None"},
-		{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "Resources"},
-	}}
-	notYet(snap, "50")
-	var got []string
-	for _, j := range snap.Jobs {
-		got = append(got, j.ID+":"+j.Reason)
+	now := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	snap := func() *cluster.Snapshot {
+		return &cluster.Snapshot{Jobs: []cluster.Job{
+			{ID: "50", ArrayJobID: "50", State: cluster.JobPending, Reason: "None"},
+			{ID: "51", ArrayJobID: "50", State: cluster.JobPending, Reason: "Dependency"},
+			{ID: "52", ArrayJobID: "50", State: cluster.JobRunning, Reason: "None"},
+			{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "Resources", Start: now.Add(29 * 24 * time.Hour)},
+			{ID: "70", ArrayJobID: "70", State: cluster.JobPending, Reason: "Resources", Start: now.Add(365 * 24 * time.Hour)},
+		}}
 	}
-	if want := "50:BeginTime 51:Dependency 52:None 60:Resources"; strings.Join(got, " ") != want {
-		t.Errorf("reasons %q, want %q", got, want)
+	reasons := func(s *cluster.Snapshot) string {
+		var got []string
+		for _, j := range s.Jobs {
+			got = append(got, j.ID+":"+j.Reason)
+		}
+		return strings.Join(got, " ")
+	}
+	s := snap()
+	notYet(s, "50", now)
+	if want := "50:BeginTime 51:Dependency 52:None 60:Resources 70:BeginTime"; reasons(s) != want {
+		t.Errorf("shadow 50: reasons %q, want %q", reasons(s), want)
+	}
+	s = snap()
+	notYet(s, "", now)
+	if want := "50:None 51:Dependency 52:None 60:Resources 70:BeginTime"; reasons(s) != want {
+		t.Errorf("no shadow: reasons %q, want %q", reasons(s), want)
 	}
 }

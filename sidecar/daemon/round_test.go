@@ -103,13 +103,18 @@ func (m *slurmModel) squeue(argv []string) []byte {
 	last := argv[len(argv)-1]
 	seal := strings.TrimSuffix(last[strings.Index(last, "\x1d")+1:], "\x1e")
 	var b strings.Builder
-	lineN := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit time.Time, prio string) {
-		sub := "0"
-		if !submit.IsZero() {
-			sub = strconv.FormatInt(submit.Unix(), 10)
+	epoch := func(t time.Time, zero string) string {
+		if t.IsZero() {
+			return zero
 		}
-		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", sub, "N/A", "N/A", prio, user, name, comment}
+		return strconv.FormatInt(t.Unix(), 10)
+	}
+	lineS := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit, start time.Time, prio string) {
+		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", epoch(submit, "0"), epoch(start, "N/A"), "N/A", prio, user, name, comment}
 		b.WriteString(strings.Join(f, "\x1f") + "\x1d" + seal + "\x1e\n")
+	}
+	lineN := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit time.Time, prio string) {
+		lineS(id, array, state, reason, part, n, nodes, user, name, comment, submit, time.Time{}, prio)
 	}
 	line := func(id, array, state, reason, part, nodes, user, name, comment string, submit time.Time) {
 		lineN(id, array, state, reason, part, "1", nodes, user, name, comment, submit, "100")
@@ -125,7 +130,7 @@ func (m *slurmModel) squeue(argv []string) []byte {
 	slices.Sort(ids)
 	for _, id := range ids {
 		j := m.fx.slurm.jobs[id]
-		line(j.ID, j.ArrayID, j.State, j.Reason, j.Partition, "", j.User, "job", j.Comment, time.Time{})
+		lineS(j.ID, j.ArrayID, j.State, j.Reason, j.Partition, "1", "", j.User, "job", j.Comment, time.Time{}, j.Start, "100")
 	}
 	m.fx.slurm.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(m.pilots)) {

@@ -111,8 +111,10 @@ func (h *Handler) matches(req Request, r *spool.Record, jobs []qjob) error {
 	if req.Op == OpHold && r.State != spool.StateAccepting && !r.Active() {
 		return refuse("job %s: its record %s is %s; glean holds only jobs it is taking in or running", req.Job, name, r.State)
 	}
-	if req.Op == OpStartShadow && !r.Active() {
-		return refuse("job %s: its record %s is %s; glean starts only the shadow arrays of jobs it runs", req.Job, name, r.State)
+	if req.Op == OpStartShadow && r.State != spool.StateQueued && r.State != spool.StateRunning {
+		// Not waiting either: the shadow array does not carry the job's
+		// --begin, gleand waits for it (and for --dependency) itself.
+		return refuse("job %s: its record %s is %s; glean starts only the shadow arrays of queued or running jobs", req.Job, name, r.State)
 	}
 	if r.Entry == nil || r.Entry.Nonce == "" || r.Entry.ID != r.ID {
 		return refuse("job %s: its record %s holds no entry nonce", req.Job, name)

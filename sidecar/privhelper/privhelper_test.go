@@ -460,14 +460,14 @@ func TestHandleChecks(t *testing.T) {
 		}, "", "scancel --state=PENDING 102"},
 		{"start a shadow", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
-			fx.slurm.jobs = jobs
+			fx.slurm.jobs = jobs[:2] // the anchor and the shadow array, all pending (none started before glean lets it)
 			return Request{Op: OpStartShadow, Job: "102"}
 		}, "", "scontrol update JobId=102 StartTime=now"},
 		{"start-shadow of an ended job", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateCancelled, "101", "102")
 			fx.slurm.jobs = jobs
 			return Request{Op: OpStartShadow, Job: "102"}
-		}, "is cancelled; glean starts only the shadow arrays of jobs it runs", ""},
+		}, "is cancelled; glean starts only the shadow arrays of queued or running jobs", ""},
 		{"start-shadow on an anchor", func(t *testing.T, fx *fixture) Request {
 			_, jobs := fx.record(t, aliceUID, alice, spool.StateQueued, "101", "102")
 			fx.slurm.jobs = jobs

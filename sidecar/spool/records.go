@@ -88,7 +88,8 @@ type Record struct {
 	// yet seen end: the only way a pilot is recognised (never by name).
 	PilotJobs []PilotJob `json:"pilot_jobs,omitempty"`
 	// ShadowReleased: the shadow array was let start, in its place in the
-	// queue (its begin time moved to now; released if it was held).
+	// queue: its begin time moved to now, or (one the wrapper submitted
+	// held: a job with Slurm's --deadline) released.
 	ShadowReleased bool `json:"shadow_released,omitempty"`
 	// ProfileRuntimes (--glean profile=): completed task runtimes of the
 	// owner's last ended job with the same profile, set once; daemon and

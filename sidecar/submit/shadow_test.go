@@ -37,4 +37,15 @@ func TestShadowArgv(t *testing.T) {
 	if !slices.Contains(plain, "--begin=now+1hour") || slices.Contains(plain, "--begin="+shadowBegin) || slices.Contains(plain, "--parsable") {
 		t.Errorf("test-only %q: want the user's --begin, not glean's, and no --parsable", plain)
 	}
+	// Slurm's --deadline: sbatch refuses a begin time after it, so the
+	// shadow array is submitted held (and gleand releases it).
+	req, err = ParseCLI([]string{"--glean", "--array=0-3", "--deadline=now+2hours", "--begin=now+1hour", "job.sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := shadowArgv(req, e, "/s/shadow.sh", nil, true)
+	if !slices.Contains(held, "--hold") || !slices.Contains(held, "--deadline=now+2hours") || !slices.Contains(held, "--begin=now+1hour") ||
+		slices.Contains(held, "--begin="+shadowBegin) {
+		t.Errorf("with --deadline %q: want --hold, the user's --deadline and --begin, not glean's begin", held)
+	}
 }

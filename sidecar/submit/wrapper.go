@@ -447,15 +447,19 @@ const shadowBegin = "now+365days"
 // and SBATCH_* variables included), minus what glean handles itself, with
 // its output discarded (the agent writes each task's output) and no mail
 // (the anchor carries it). gated (the real submission, not --test-only)
-// adds shadowBegin in place of the user's --begin, and --parsable.
+// adds shadowBegin in place of the user's --begin, and --parsable; with
+// Slurm's --deadline in force, which sbatch refuses before a begin time
+// ("Incompatible begin and deadline time specification"), --hold instead:
+// gleand then releases it, and it queues from there.
 func shadowArgv(req *Request, e *spool.Entry, script string, scriptArgs []string, gated bool) []string {
+	_, deadline := req.Get("deadline")
 	var argv []string
 	for _, s := range req.CLI {
 		switch s.Opt.Long {
 		case "glean", "wait", "parsable", "hold", "test-only", "wrap", "quiet", "verbose", "mail-type", "mail-user":
 			continue
 		case "begin":
-			if gated {
+			if gated && !deadline {
 				continue
 			}
 		}
@@ -467,7 +471,10 @@ func shadowArgv(req *Request, e *spool.Entry, script string, scriptArgs []string
 	}
 	argv = append(argv, "--job-name="+e.Name, "--mail-type=NONE",
 		"--comment="+spool.ShadowComment(e.ID, e.Nonce), "--output=/dev/null", "--error=/dev/null")
-	if gated {
+	switch {
+	case gated && deadline:
+		argv = append(argv, "--hold", "--parsable")
+	case gated:
 		argv = append(argv, "--begin="+shadowBegin, "--parsable")
 	}
 	if e.Items != nil {
