@@ -937,8 +937,12 @@ func (d *decider) submit() {
 			}
 			var spent time.Duration
 			for _, c := range tcands {
-				// A budget shortens Algorithm 2's limit: ending sooner is safe.
-				ctl := capBudget(tl, budgetCap(j, spent))
+				// A budget shortens Algorithm 2's limit (ending sooner is
+				// safe), to a SyncRelease boundary again.
+				ctl := tl
+				if j.Budgeted {
+					ctl = d.syncRelease(capBudget(plan.limit, budgetCap(j, spent)))
+				}
 				if want <= 0 || budget <= 0 || ctl < minTL {
 					break
 				}
