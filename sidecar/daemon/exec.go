@@ -228,9 +228,10 @@ func (b *book) taskTime(r *spool.Record) time.Duration {
 	return spool.TaskEstimate(limit, spool.ProfileSeed(b.runtimes, r.ProfileRuntimes))
 }
 
-// gateHorizon: a pending job whose expected start is further ahead than
-// this waits for a begin time (the wrapper's shadowBegin is a year ahead),
-// since Slurm's backfill plans no further than bf_window (at most 30 days).
+// gateHorizon: a pending shadow element whose expected start is further
+// ahead than this may wait behind the wrapper's begin time (a year ahead).
+// So may one behind UNLIMITED jobs (Slurm shows a start a year ahead for
+// it too), for which moving the begin time to now changes nothing.
 const gateHorizon = 300 * 24 * time.Hour
 
 // startShadow lets r's shadow array start, in the place in the queue it
@@ -296,18 +297,21 @@ func shadowState(snap *cluster.Snapshot, id string, now time.Time) shadowView {
 	return v
 }
 
-// notYet shows as what they are, waiting for a begin time, the pending
-// jobs that cannot start: the elements of a shadow array glean has not
-// let start (shadow, "" for none), and any job whose expected start is
-// beyond gateHorizon (a shadow array before its entry is taken in, or one
-// refused). Until Slurm's scheduler has looked at a new job, squeue gives
-// it a reason under which the policy would count it as a claimant, and
-// pilots would give way to a job that cannot start.
-func notYet(snap *cluster.Snapshot, shadow string, now time.Time) {
+// notYet shows the pending elements of shadow arrays glean has not let
+// start as what they are, waiting for their begin time: those of records
+// not yet let start and, by their comment, those of entries not yet taken
+// in (the wrapper's sbatch comes before the entry is in place). Until
+// Slurm's scheduler has looked at a new job, squeue gives it a reason under
+// which the policy would count it as a claimant, and pilots would give way
+// to a job that cannot start. (Not by its expected start: a job behind
+// UNLIMITED ones shows a start a year ahead too.) A comment is the user's
+// to write: marking a regular job so only keeps pilots from giving way to
+// that user's own job.
+func notYet(snap *cluster.Snapshot, started map[string]bool) {
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
-		own := shadow != "" && (j.ID == shadow || j.ArrayJobID == shadow)
-		if j.Pending() && policy.Reserves(j.Reason) && (own || j.Start.After(now.Add(gateHorizon))) {
+		if j.Pending() && policy.Reserves(j.Reason) && strings.HasPrefix(j.Comment, spool.ShadowCommentPrefix) &&
+			!started[j.ID] && !started[j.ArrayJobID] {
 			j.Reason = "BeginTime"
 		}
 	}
@@ -470,12 +474,13 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		pst.Jobs = append(pst.Jobs, ej)
 	}
 	markBusy(pst.Pilots, allBusy)
-	notYet(snap, "", now)
-	for _, n := range names {
-		if r := x.in.known[n]; r.Shadow != "" && !r.ShadowReleased {
-			notYet(snap, r.Shadow, now)
+	started := map[string]bool{}
+	for _, r := range x.in.known {
+		if r.Shadow != "" && r.ShadowReleased {
+			started[r.Shadow] = true
 		}
 	}
+	notYet(snap, started)
 	// FIFO among elastic jobs, deadlines first among an owner's own.
 	policy.Order(pst.Jobs)
 

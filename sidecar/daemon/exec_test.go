@@ -477,36 +477,27 @@ func TestStartShadow(t *testing.T) {
 }
 
 // Until Slurm's scheduler has seen a new shadow array, squeue gives it a
-// reason the policy counts as a claimant; a shadow glean has not let start,
-// or any job whose expected start is a year ahead (a shadow array before
-// its entry is taken in), is shown waiting for its begin time, so that no
-// pilot gives way to it.
+// reason the policy counts as a claimant; a shadow array glean has not let
+// start (recorded or not yet taken in: by its comment) is shown waiting
+// for its begin time, so that no pilot gives way to it. A regular job
+// behind UNLIMITED pilots, whose expected start is a year ahead too, stays
+// a claimant.
 func TestNotYet(t *testing.T) {
 	now := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
-	snap := func() *cluster.Snapshot {
-		return &cluster.Snapshot{Jobs: []cluster.Job{
-			{ID: "50", ArrayJobID: "50", State: cluster.JobPending, Reason: "None"},
-			{ID: "51", ArrayJobID: "50", State: cluster.JobPending, Reason: "Dependency"},
-			{ID: "52", ArrayJobID: "50", State: cluster.JobRunning, Reason: "None"},
-			{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "Resources", Start: now.Add(29 * 24 * time.Hour)},
-			{ID: "70", ArrayJobID: "70", State: cluster.JobPending, Reason: "Resources", Start: now.Add(365 * 24 * time.Hour)},
-		}}
+	sh := spool.ShadowComment("0190aaaaaaaa-12345678", "n")
+	snap := &cluster.Snapshot{Jobs: []cluster.Job{
+		{ID: "50", ArrayJobID: "50", State: cluster.JobPending, Reason: "None", Comment: sh},
+		{ID: "51", ArrayJobID: "50", State: cluster.JobPending, Reason: "Dependency", Comment: sh},
+		{ID: "52", ArrayJobID: "50", State: cluster.JobRunning, Reason: "None", Comment: sh},
+		{ID: "53", ArrayJobID: "53", State: cluster.JobPending, Reason: "Resources", Comment: sh}, // let start
+		{ID: "60", ArrayJobID: "60", State: cluster.JobPending, Reason: "Resources", Start: now.Add(365 * 24 * time.Hour)},
+	}}
+	notYet(snap, map[string]bool{"53": true})
+	var got []string
+	for _, j := range snap.Jobs {
+		got = append(got, j.ID+":"+j.Reason)
 	}
-	reasons := func(s *cluster.Snapshot) string {
-		var got []string
-		for _, j := range s.Jobs {
-			got = append(got, j.ID+":"+j.Reason)
-		}
-		return strings.Join(got, " ")
-	}
-	s := snap()
-	notYet(s, "50", now)
-	if want := "50:BeginTime 51:Dependency 52:None 60:Resources 70:BeginTime"; reasons(s) != want {
-		t.Errorf("shadow 50: reasons %q, want %q", reasons(s), want)
-	}
-	s = snap()
-	notYet(s, "", now)
-	if want := "50:None 51:Dependency 52:None 60:Resources 70:BeginTime"; reasons(s) != want {
-		t.Errorf("no shadow: reasons %q, want %q", reasons(s), want)
+	if want := "50:BeginTime 51:Dependency 52:None 53:Resources 60:Resources"; strings.Join(got, " ") != want {
+		t.Errorf("reasons %q, want %q", got, want)
 	}
 }

@@ -95,4 +95,7 @@ func RecordName(uid int, id string) string { return strconv.Itoa(uid) + "." + id
 func Comment(id, nonce string) string { return "glean:" + id + ":" + nonce }
 
 // ShadowComment is the shadow array's --comment.
-func ShadowComment(id, nonce string) string { return "glean-shadow:" + id + ":" + nonce }
+func ShadowComment(id, nonce string) string { return ShadowCommentPrefix + id + ":" + nonce }
+
+// ShadowCommentPrefix starts every shadow array's comment.
+const ShadowCommentPrefix = "glean-shadow:"
