@@ -19,6 +19,9 @@ type history struct {
 	resume   map[int]bool    // the task's last committed attempt checkpointed
 	killed   map[int]bool    // the task's last committed attempt ended by an expected kill (not its own failure)
 	runtimes []time.Duration // of completed attempts
+	// unfinished is the longest run of an attempt that did not complete
+	// (spool.JobTaskEstimate).
+	unfinished time.Duration
 }
 
 func newHistory() *history {
@@ -35,6 +38,8 @@ func (h *history) add(evs []spool.TaskEvent) {
 		h.killed[ev.Index] = spool.ExpectedKill(ev.Reason)
 		if ev.Reason == spool.ReasonCompleted && !ev.Start.IsZero() && ev.End.After(ev.Start) {
 			h.runtimes = append(h.runtimes, ev.End.Sub(ev.Start))
+		} else if ev.Reason != spool.ReasonCompleted {
+			h.unfinished = max(h.unfinished, ev.RunTime())
 		}
 	}
 }
@@ -46,10 +51,10 @@ func Estimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
 }
 
 // estimate is how long the job's next task is expected to run, as the
-// daemon reckons it when it sizes pilots: from the job's own runtimes, or
-// its profile's until it has some.
+// daemon reckons it when it sizes pilots (spool.JobTaskEstimate): from the
+// job's own runtimes, or its profile's until it has some.
 func (a *Agent) estimate() time.Duration {
-	return Estimate(a.job.Entry.Resources.TimeLimit, spool.ProfileSeed(a.hist.runtimes, a.job.Record.ProfileRuntimes))
+	return spool.JobTaskEstimate(a.job.Entry.Resources.TimeLimit, a.hist.runtimes, a.job.Record.ProfileRuntimes, a.hist.unfinished)
 }
 
 // Fits reports whether a task estimated to run est, started at now,

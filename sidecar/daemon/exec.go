@@ -178,13 +178,14 @@ type ExecStats struct {
 
 // book is what a job's journal says about its tasks.
 type book struct {
-	final     map[int]string // task -> completed | failed
-	failures  map[int]int
-	attempts  map[int]int
-	waste     map[int]time.Duration // run time of attempts that did not complete
-	committed map[string]bool       // attempt ids
-	runtimes  []time.Duration       // of completed attempts
-	exit      int                   // highest exit code of a task that failed for good
+	final      map[int]string // task -> completed | failed
+	failures   map[int]int
+	attempts   map[int]int
+	waste      map[int]time.Duration // run time of attempts that did not complete
+	committed  map[string]bool       // attempt ids
+	runtimes   []time.Duration       // of completed attempts
+	unfinished time.Duration         // the longest run of an attempt that did not complete
+	exit       int                   // highest exit code of a task that failed for good
 }
 
 func newBook(evs []spool.TaskEvent) *book {
@@ -201,6 +202,7 @@ func (b *book) add(ev spool.TaskEvent) {
 	b.attempts[ev.Index]++
 	if ev.Reason != spool.ReasonCompleted && ev.Reason != spool.ReasonDuplicate {
 		b.waste[ev.Index] += ev.RunTime()
+		b.unfinished = max(b.unfinished, ev.RunTime())
 	}
 	switch ev.Reason {
 	case spool.ReasonFailed:
@@ -225,7 +227,7 @@ func (b *book) taskTime(r *spool.Record) time.Duration {
 	if r.Entry != nil {
 		limit = r.Entry.Resources.TimeLimit
 	}
-	return spool.TaskEstimate(limit, spool.ProfileSeed(b.runtimes, r.ProfileRuntimes))
+	return spool.JobTaskEstimate(limit, b.runtimes, r.ProfileRuntimes, b.unfinished)
 }
 
 // gateHorizon: a pending shadow element whose expected start is further
@@ -425,12 +427,18 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		// Out of budget, with nothing that could still run its tasks: no
 		// plain allocation (Fair's runs them without pilots), no pilot
 		// left, and not enough budget for one more.
-		spent := budgeted && counts.Pending > 0 && running == 0 && r.Shadow == "" && !livePilots(r) &&
-			left < max(x.opt.Policy.MinPilotTime, taskTime+x.opt.Policy.TaskSlack)
+		onePilot := max(x.opt.Policy.MinPilotTime, taskTime+x.opt.Policy.TaskSlack)
+		spent := budgeted && counts.Pending > 0 && running == 0 && r.Shadow == "" && !livePilots(r) && left < onePilot
 		if done+failed >= total || spent {
 			r.State, r.Ended, r.Exit = spool.StateDone, now, 0
 			detail := fmt.Sprintf("%d done, %d failed", done, failed)
 			switch {
+			case spent && r.PilotTimeSpent == 0 && len(r.PilotJobs) == 0:
+				// Nothing was spent: the budget cannot pay for one pilot.
+				r.State, r.Exit = spool.StateFailed, max(b.exit, 1)
+				r.Reason = fmt.Sprintf("budget of %g node-hours is less than one pilot needs (%v: a task as estimated, or "+
+					"policy.min_pilot_time): no task ran; give a larger budget, a shorter -t, or profile=", r.Entry.Glean.Budget, onePilot)
+				detail += fmt.Sprintf(", %d not run (budget below one pilot)", counts.Pending)
 			case spent:
 				r.State, r.Exit = spool.StateFailed, max(b.exit, 1)
 				r.Reason = fmt.Sprintf("budget of %g node-hours spent: %d of %d tasks not run", r.Entry.Glean.Budget, counts.Pending, total)
@@ -1092,7 +1100,13 @@ func (x *Executor) pilotsSeen(now time.Time, r *spool.Record, snap *cluster.Snap
 	// submissions that never happened.
 	n := len(r.PilotJobs)
 	r.PilotJobs = slices.DeleteFunc(r.PilotJobs, func(p spool.PilotJob) bool {
-		return !p.Ended.IsZero() && now.Sub(p.Ended) > time.Hour || p.ID == "" && snap.Complete
+		if !p.Ended.IsZero() && now.Sub(p.Ended) > time.Hour {
+			if p.MovedTo == "" {
+				r.PilotTimeSpent += p.Charge() // a budget still counts it
+			}
+			return true
+		}
+		return p.ID == "" && snap.Complete
 	})
 	return changed || len(r.PilotJobs) != n
 }

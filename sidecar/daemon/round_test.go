@@ -451,20 +451,14 @@ func TestWaitingShadowClaimsNothing(t *testing.T) {
 // pilots have used it up, with tasks left and nothing to run them, the job
 // ends FAILED saying so, instead of waiting for ever.
 func TestBudgetSpentEndsJob(t *testing.T) {
-	fx, m, x := newRound(t, 4, policy.DefaultConfig())
-	e := fx.submit(t, 40, func(e *spool.Entry, _ *QJob) { e.Glean.Budget = 0.5 })
-	m.round(t, fx.in, x)
-	pilots := fx.record(e).PilotJobs
-	if len(pilots) != 1 || pilots[0].TimeLimit != 30*time.Minute {
-		t.Fatalf("pilots %+v: want one of 30 minutes (the budget)", pilots)
-	}
-	m.start(pilots[0].ID)
+	fx, m, x, e, pilot := budgetJob(t)
+	m.start(pilot)
 	fx.now = fx.now.Add(time.Second)
 	if _, helper := m.round(t, fx.in, x); len(helper) != 0 {
 		t.Fatalf("helper %q: want nothing while the pilot holds the whole budget", helper)
 	}
 	fx.now = fx.now.Add(30 * time.Minute)
-	m.end(pilots[0].ID, "")
+	m.end(pilot, "")
 	_, helper := m.round(t, fx.in, x)
 	r := fx.record(e)
 	if r.State != spool.StateFailed || r.Exit == 0 || !strings.Contains(r.Reason, "budget of 0.5 node-hours spent: 40 of 40 tasks not run") {

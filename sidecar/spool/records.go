@@ -94,8 +94,12 @@ type Record struct {
 	// ProfileRuntimes (--glean profile=): completed task runtimes of the
 	// owner's last ended job with the same profile, set once; daemon and
 	// agent estimate a task from them until the job has runtimes of its
-	// own (ProfileSeed). Public: the agent reads them from the status.
+	// own (JobTaskEstimate). Public: the agent reads them from the status.
 	ProfileRuntimes []time.Duration `json:"profile_runtimes,omitempty"`
+	// PilotTimeSpent is the node time (PilotJob.Charge) of the job's
+	// pilots that ended and are no longer listed in PilotJobs, so that a
+	// --glean budget counts them however long the job lives.
+	PilotTimeSpent time.Duration `json:"pilot_time_spent,omitempty"`
 	// AnchorReleased: the job ended and its anchor was released to run.
 	AnchorReleased bool `json:"anchor_released,omitempty"`
 	// Exit is the job's exit code once it ended (the anchor exits with it).
@@ -181,26 +185,40 @@ func (r *Record) Public() *Record {
 const MaxBudget = 1e6
 
 // BudgetLeft is what is left of r's --glean budget of pilot node-time:
-// each pilot counts its time limit until it ends (it may use all of it),
-// then the time it ran; one that never started counts nothing. A pilot
-// that moved to another job counts there. ok is false without a budget.
+// PilotTimeSpent, and each listed pilot's Charge. A pilot that moved to
+// another job counts there. ok is false without a budget.
 func (r *Record) BudgetLeft() (left time.Duration, ok bool) {
 	if r.Entry == nil || !(r.Entry.Glean.Budget > 0 && r.Entry.Glean.Budget < MaxBudget) {
 		return 0, false
 	}
-	left = time.Duration(r.Entry.Glean.Budget * float64(time.Hour))
+	left = time.Duration(r.Entry.Glean.Budget*float64(time.Hour)) - r.PilotTimeSpent
 	for _, p := range r.PilotJobs {
-		switch {
-		case p.MovedTo != "":
-		case p.Ended.IsZero() && p.TimeLimit == math.MaxInt64: // unlimited
-			return 0, true
-		case p.Ended.IsZero():
-			left -= p.TimeLimit
-		case !p.Started.IsZero():
-			left -= min(max(p.Ended.Sub(p.Started), 0), p.TimeLimit)
+		if p.MovedTo == "" {
+			if c := p.Charge(); c == math.MaxInt64 {
+				return 0, true
+			} else {
+				left -= c
+			}
 		}
 	}
 	return max(left, 0), true
+}
+
+// Charge is the node time a pilot counts against its job's budget: its
+// whole time limit until it ends (it may use all of it); then the time it
+// ran, at most its limit. One that ended unseen running counts the time
+// from its submission (it may have run all of it while gleand was not
+// looking), unless glean cancelled it while it was pending: nothing.
+func (p PilotJob) Charge() time.Duration {
+	switch {
+	case p.Ended.IsZero():
+		return p.TimeLimit
+	case !p.Started.IsZero():
+		return min(max(p.Ended.Sub(p.Started), 0), p.TimeLimit)
+	case p.Cancelled && p.Signalled.IsZero():
+		return 0
+	}
+	return min(max(p.Ended.Sub(p.Submitted), 0), p.TimeLimit)
 }
 
 // Name is the record's directory name under jobs/.

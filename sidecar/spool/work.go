@@ -203,14 +203,20 @@ func TaskEstimate(timeLimitMin int, runtimes []time.Duration) time.Duration {
 // MaxProfileRuntimes bounds the runtimes a profile carries to a new job.
 const MaxProfileRuntimes = 100
 
-// ProfileSeed is what a task estimate learns from: the job's own completed
-// runtimes, or until it has any, those of its profile (Record.
-// ProfileRuntimes). The daemon and the agent both estimate from it.
-func ProfileSeed(own, profile []time.Duration) []time.Duration {
-	if len(own) > 0 {
-		return own
+// JobTaskEstimate is TaskEstimate for a job: from its own completed
+// runtimes; until it has any, from those of its profile (Record.
+// ProfileRuntimes), unless one of its attempts already ran longer than
+// that estimate without completing (unfinished: the longest such run): the
+// profile understates this job's tasks, and the -t is used. The daemon
+// (sizing pilots) and the agent (starting a task only if it fits) both
+// estimate with it.
+func JobTaskEstimate(timeLimitMin int, own, profile []time.Duration, unfinished time.Duration) time.Duration {
+	if len(own) == 0 && len(profile) > 0 {
+		if est := TaskEstimate(timeLimitMin, profile); unfinished < est {
+			return est
+		}
 	}
-	return profile
+	return TaskEstimate(timeLimitMin, own)
 }
 
 // ArrayContains reports whether task is one of the job's indices.
