@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1148,30 +1149,38 @@ func (x *Executor) needsEnd(r *spool.Record) bool {
 
 // seedProfile gives r, once, the runtimes of its profile: the completed
 // task runtimes of the owner's most recently ended job with the same
-// --glean profile (the last MaxProfileRuntimes of them). It reports
-// whether r changed.
+// --glean profile that has some (of the last three; the last
+// MaxProfileRuntimes of them). It reports whether r changed.
 func (x *Executor) seedProfile(r *spool.Record) bool {
 	if r.Entry == nil || r.Entry.Glean.Profile == "" || r.ProfileRuntimes != nil || x.profiled[r.DirName()] {
 		return false
 	}
 	x.profiled[r.DirName()] = true // looked at once per daemon: a job ended later does not count
-	var last *spool.Record
+	var ended []*spool.Record
 	for _, o := range x.in.known {
 		if o.UID == r.UID && o.Entry != nil && o.Entry.Glean.Profile == r.Entry.Glean.Profile &&
-			(o.State == spool.StateDone || o.State == spool.StateFailed) && (last == nil || o.Ended.After(last.Ended)) {
-			last = o
+			(o.State == spool.StateDone || o.State == spool.StateFailed) {
+			ended = append(ended, o)
 		}
 	}
-	if last == nil {
-		return false
+	// The latest first (ties by name); the first of the last three with a
+	// completed task.
+	slices.SortFunc(ended, func(a, b *spool.Record) int {
+		return cmp.Or(b.Ended.Compare(a.Ended), strings.Compare(a.DirName(), b.DirName()))
+	})
+	var b *book
+	var last *spool.Record
+	for _, o := range ended[:min(len(ended), 3)] {
+		evs, err := x.records.TaskEvents(o.DirName()) // not x.book: an ended job's book is not kept
+		if err != nil {
+			x.log.Warn("reading the profile's last jobs", "job", r.DirName(), "from", o.DirName(), "err", err)
+			continue
+		}
+		if b, last = newBook(evs), o; len(b.runtimes) > 0 {
+			break
+		}
 	}
-	evs, err := x.records.TaskEvents(last.DirName()) // not x.book: an ended job's book is not kept
-	if err != nil {
-		x.log.Warn("reading the profile's last job", "job", r.DirName(), "from", last.DirName(), "err", err)
-		return false
-	}
-	b := newBook(evs)
-	if len(b.runtimes) == 0 {
+	if b == nil || len(b.runtimes) == 0 {
 		return false
 	}
 	r.ProfileRuntimes = slices.Clone(b.runtimes[max(0, len(b.runtimes)-spool.MaxProfileRuntimes):])

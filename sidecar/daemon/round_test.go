@@ -492,29 +492,37 @@ func TestProfileSeedsTaskTime(t *testing.T) {
 	}
 	// The profile's last job, ended: tasks of 60 and 80 s. An older one,
 	// and one of another profile, say otherwise.
-	old := fx.submit(t, 2, profile("calib"))
-	other := fx.submit(t, 2, profile("other"))
-	last := fx.submit(t, 2, profile("calib"))
-	fx.round(t)
-	for i, e := range []*spool.Entry{old, other, last} {
+	// The newest one's tasks all failed: it teaches nothing, and the one
+	// before it counts. (Taken in three at a time: the fixture's cap.)
+	end := func(e *spool.Entry, at time.Duration, why string, run ...time.Duration) {
+		t.Helper()
 		r := fx.record(e)
-		r.State, r.Ended = spool.StateDone, fx.now.Add(time.Duration(i)*time.Minute)
+		if r == nil || r.State != spool.StateQueued {
+			t.Fatalf("job not taken in: %+v", r)
+		}
+		r.State, r.Ended = spool.StateDone, fx.now.Add(at)
 		if err := fx.in.records.Put(r); err != nil {
 			t.Fatal(err)
-		}
-		run := []time.Duration{30 * time.Minute, 40 * time.Minute}
-		if e == last {
-			run = []time.Duration{60 * time.Second, 80 * time.Second}
 		}
 		var evs []spool.Event
 		for k, d := range run {
 			evs = append(evs, spool.Event{Time: fx.now, Event: "task", Task: &spool.TaskEvent{Index: k, Attempt: strconv.Itoa(k),
-				Start: fx.now, End: fx.now.Add(d), Reason: spool.ReasonCompleted, Final: true}})
+				Start: fx.now, End: fx.now.Add(d), Reason: why, Final: true}})
 		}
 		if err := fx.in.records.JournalAll(r, evs); err != nil {
 			t.Fatal(err)
 		}
 	}
+	old := fx.submit(t, 2, profile("calib"))
+	other := fx.submit(t, 2, profile("other"))
+	last := fx.submit(t, 2, profile("calib"))
+	fx.round(t)
+	end(old, 0, spool.ReasonCompleted, 30*time.Minute, 40*time.Minute)
+	end(other, time.Minute, spool.ReasonCompleted, 30*time.Minute, 40*time.Minute)
+	end(last, 2*time.Minute, spool.ReasonCompleted, 60*time.Second, 80*time.Second)
+	failed := fx.submit(t, 2, profile("calib"))
+	fx.round(t)
+	end(failed, 3*time.Minute, spool.ReasonFailed, time.Second, time.Second)
 	e := fx.submit(t, 40, profile("calib"))
 	m.round(t, fx.in, x)
 	r := fx.record(e)
