@@ -281,8 +281,8 @@ func TestIntakeAccepts(t *testing.T) {
 	if r == nil || r.State != spool.StateQueued || r.Tasks.Pending != 50 || r.Entry == nil || r.User != fx.user {
 		t.Fatalf("record %+v", r)
 	}
-	if got := strings.Join(fx.slurm.calls, ","); got != "hold "+e.Anchor {
-		t.Errorf("Slurm actions %s, want the anchor held and the shadow array left in its place", got)
+	if got := strings.Join(fx.slurm.calls, ","); got != "hold "+e.Anchor || !r.ShadowUnheld {
+		t.Errorf("Slurm actions %s, shadow unheld %v: want the anchor held and the shadow array left in its place, so recorded", got, r.ShadowUnheld)
 	}
 	data, err := os.ReadFile(filepath.Join(fx.s.Dir, spool.JobsDir, r.DirName(), spool.ScriptFile))
 	if err != nil || string(data) != "#!/bin/sh\n" {

@@ -244,7 +244,8 @@ const gateHorizon = 300 * 24 * time.Hour
 // a new, last one under priority/basic. A hold on it, if any, is its
 // holder's to lift (a user's, or an admin's: glean puts none). One the
 // wrapper submitted held instead (a job with Slurm's --deadline, or an
-// older wrapper's) is released. It reports whether the shadow is free to
+// older wrapper's) is released, and so is the admin hold an older gleand
+// put on the shadow array of a job it took in. It reports whether the shadow is free to
 // start as far as glean is concerned: also when no element waits for glean
 // any more (a daemon that died after starting it, before recording so).
 func (x *Executor) startShadow(ctx context.Context, now time.Time, r *spool.Record, snap *cluster.Snapshot) bool {
@@ -260,7 +261,7 @@ func (x *Executor) startShadow(ctx context.Context, now time.Time, r *spool.Reco
 		return false // Slurm did not answer in full: look again next round
 	case sh.gated:
 		err = x.act.StartShadow(ctx, r.Shadow)
-	case sh.userHeld:
+	case sh.userHeld, sh.adminHeld && !r.ShadowUnheld: // the latter an older gleand's own hold
 		err = x.act.Release(ctx, r.Shadow)
 	default:
 		if sh.adminHeld {

@@ -459,6 +459,7 @@ func TestStartShadow(t *testing.T) {
 		{"on an admin hold behind the gate: never released", []cluster.Job{el("50", "PD", "JobHeldAdmin", gate)}, true, "start 50", true},
 		{"submitted held (--deadline, an older wrapper)", []cluster.Job{el("50", "PD", "JobHeldUser", none)}, true, "release 50", true},
 		{"on an admin hold glean did not put: left alone", []cluster.Job{el("50", "PD", "JobHeldAdmin", none)}, true, "", true},
+		{"an older gleand's admin hold (its record): released", []cluster.Job{el("50", "PD", "JobHeldAdmin", none)}, true, "release 50 (old record)", true},
 		{"free to start already", []cluster.Job{el("50", "PD", "Priority", now.Add(time.Hour))}, true, "", true},
 		{"started before the record said so", []cluster.Job{el("51", "R", "None", now), el("50", "PD", "Resources", gate)}, true, "", true},
 		{"gone", nil, true, "", true},
@@ -468,8 +469,9 @@ func TestStartShadow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &shadowActor{}
 			x := &Executor{act: a, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			got := x.startShadow(context.Background(), now, &spool.Record{Shadow: "50"}, &cluster.Snapshot{Jobs: tc.jobs, Complete: tc.complete})
-			if got != tc.started || strings.Join(a.calls, ",") != tc.want {
+			want, oldRecord := strings.CutSuffix(tc.want, " (old record)")
+			got := x.startShadow(context.Background(), now, &spool.Record{Shadow: "50", ShadowUnheld: !oldRecord}, &cluster.Snapshot{Jobs: tc.jobs, Complete: tc.complete})
+			if got != tc.started || strings.Join(a.calls, ",") != want {
 				t.Errorf("started %v, calls %q; want %v, %q", got, a.calls, tc.started, tc.want)
 			}
 		})

@@ -312,6 +312,7 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 	e = read.Entry
 	rec.EntryDigest = read.Digest
 	rec.Anchor, rec.Shadow, rec.Name, rec.Mode, rec.Submitted = e.Anchor, e.Shadow, e.Name, e.Mode, e.Submitted
+	rec.ShadowUnheld = e.Shadow != "" // this gleand puts no hold on it (an older one admin-held it)
 	rec.Tasks = spool.Counts{Total: e.Tasks}
 	if rec.User == strconv.Itoa(f.UID) {
 		return reject(fmt.Sprintf("uid %d has no user name here", f.UID))

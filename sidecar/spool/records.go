@@ -91,6 +91,10 @@ type Record struct {
 	// queue: its begin time moved to now, or (one the wrapper submitted
 	// held: a job with Slurm's --deadline) released.
 	ShadowReleased bool `json:"shadow_released,omitempty"`
+	// ShadowUnheld: taken in by a gleand that puts no hold on the shadow
+	// array. Without it (a record of an older gleand, which admin-held the
+	// shadow array at intake), an admin hold on it is gleand's own, to lift.
+	ShadowUnheld bool `json:"shadow_unheld,omitempty"`
 	// ProfileRuntimes (--glean profile=): completed task runtimes of the
 	// owner's last ended job with the same profile, set once; daemon and
 	// agent estimate a task from them until the job has runtimes of its
