@@ -56,8 +56,17 @@ func TestGleandReload(t *testing.T) {
 	pid := e.DaemonPID()
 	// A job to follow through the reload: the new image takes it up from the spool.
 	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
-	e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-3", "task.sh")
 	nextNotify(t, e, msgs, "1 jobs active", "", time.Minute)
+	// Both pilots' agents running tasks, so that they read the config
+	// before the test breaks it below: an agent that starts on a broken
+	// glean.toml exits at once, and gleand submits pilot after pilot (a
+	// clean-clone run saw one agent start 1 s late, and the rounds'
+	// STATUS= then spoke of those pilots).
+	cl.WaitFor(t, time.Minute, "both pilots running tasks", func() bool {
+		r := e.Record(t, anchor)
+		return r != nil && r.Tasks.Running >= 2
+	})
 
 	orig, err := os.ReadFile(e.Config)
 	if err != nil {
