@@ -344,6 +344,18 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			names = append(names, n)
 		}
 	}
+	// Forget what was kept for jobs that need no more rounds (their
+	// journals stay on disk).
+	for n := range x.books {
+		if r := x.in.known[n]; r == nil || !(r.Active() || x.needsEnd(r)) {
+			delete(x.books, n)
+		}
+	}
+	for n := range x.profiled {
+		if r := x.in.known[n]; r == nil || !r.Active() {
+			delete(x.profiled, n)
+		}
+	}
 	if len(names) == 0 {
 		return st, nil
 	}
@@ -429,7 +441,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		// Out of budget, with nothing that could still run its tasks: no
 		// plain allocation (Fair's runs them without pilots), no pilot
 		// left, and not enough budget for one more.
-		onePilot := max(x.opt.Policy.MinPilotTime, taskTime+x.opt.Policy.TaskSlack)
+		onePilot := x.opt.Policy.ShortestPilot(taskTime) // what the policy would submit
 		spent := budgeted && counts.Pending > 0 && running == 0 && r.Shadow == "" && !livePilots(r) && left < onePilot
 		if done+failed >= total || spent {
 			r.State, r.Ended, r.Exit = spool.StateDone, now, 0

@@ -162,6 +162,16 @@ func DefaultConfig() Config {
 }
 
 // Validate reports every problem at once.
+// ShortestPilot is the shortest time limit a pilot of a job whose tasks
+// take taskTime (0: unknown) is submitted with: one task and its slack,
+// never under MinPilotTime.
+func (c Config) ShortestPilot(taskTime time.Duration) time.Duration {
+	if taskTime > 0 {
+		return max(c.MinPilotTime, taskTime+c.TaskSlack)
+	}
+	return c.MinPilotTime
+}
+
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("policy: "+format, a...)) }

@@ -91,21 +91,13 @@ type ElasticJob struct {
 	Deadline time.Time
 }
 
-// budgetCap is the longest time limit job j's next pilot may have: its
-// budget left, in whole minutes; cluster.Unlimited without a budget.
-func budgetCap(j *ElasticJob, spent time.Duration) time.Duration {
+// withinBudget is limit (cluster.Unlimited included) cut to what is left
+// of job j's budget after spent, in whole minutes; limit without a budget.
+func withinBudget(limit time.Duration, j *ElasticJob, spent time.Duration) time.Duration {
 	if !j.Budgeted {
-		return cluster.Unlimited
+		return limit
 	}
-	return max(j.BudgetLeft-spent, 0).Truncate(time.Minute)
-}
-
-// capBudget is limit within the budget cap (an unlimited limit included).
-func capBudget(limit, budget time.Duration) time.Duration {
-	if budget != cluster.Unlimited && (limit == cluster.Unlimited || limit > budget) {
-		return budget
-	}
-	return limit
+	return min(limit, max(j.BudgetLeft-spent, 0).Truncate(time.Minute))
 }
 
 // State is what glean knows beyond the snapshot.
@@ -915,10 +907,7 @@ func (d *decider) submit() {
 		if j.TasksPending <= 0 {
 			continue
 		}
-		minTL := d.cfg.MinPilotTime
-		if j.TaskTime > 0 {
-			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
-		}
+		minTL := d.cfg.ShortestPilot(j.TaskTime)
 		pending, idle := d.idleSlots(j.ID)
 		want := j.TasksPending - len(pending) - len(idle)
 		d.uncovered[ji] = max(want, 0) // less what is submitted below
@@ -941,7 +930,7 @@ func (d *decider) submit() {
 				// safe), to a SyncRelease boundary again.
 				ctl := tl
 				if j.Budgeted {
-					ctl = d.syncRelease(capBudget(plan.limit, budgetCap(j, spent)))
+					ctl = d.syncRelease(withinBudget(plan.limit, j, spent))
 				}
 				if want <= 0 || budget <= 0 || ctl < minTL {
 					break
@@ -989,7 +978,7 @@ func (d *decider) submit() {
 		}
 		var spent time.Duration
 		for _, c := range picked {
-			tl := d.syncRelease(capBudget(min(d.pilotLimit(c.window), workCap), budgetCap(j, spent)))
+			tl := d.syncRelease(withinBudget(min(d.pilotLimit(c.window), workCap), j, spent))
 			if tl < minTL {
 				continue
 			}

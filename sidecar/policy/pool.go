@@ -190,10 +190,7 @@ func (d *decider) fifo() {
 				left--
 			}
 		}
-		minTL := d.cfg.MinPilotTime
-		if j.TaskTime > 0 {
-			minTL = max(minTL, j.TaskTime+d.cfg.TaskSlack)
-		}
+		minTL := d.cfg.ShortestPilot(j.TaskTime)
 		mine := d.sc.fifoMine[:0]
 		for _, pi := range cands {
 			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeOf(pi)]], minTL) {
