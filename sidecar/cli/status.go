@@ -238,6 +238,9 @@ func Show(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	line("Waiting", strings.Join(r.Waiting, "; "))
 	line("Tasks", fmt.Sprintf("total=%d done=%d running=%d pending=%d failed=%d", r.Tasks.Total, r.Tasks.Done, r.Tasks.Running, r.Tasks.Pending, r.Tasks.Failed))
 	line("Pilots", strconv.Itoa(r.Pilots))
+	if r.PilotTrouble != "" {
+		line("PilotTrouble", r.PilotTrouble)
+	}
 	line("ShadowArray", r.Shadow)
 	line("Submitted", stamp(r.Submitted))
 	if !r.Accepted.IsZero() {

@@ -78,6 +78,10 @@ type Executor struct {
 	ended  map[string]time.Time // this round's SPANK epilog markers: pilots that ended on their node
 	// profiled: records whose profile was looked up (seedProfile)
 	profiled map[string]bool
+	// deadStarts: by record name, its pilots that ended without running a
+	// task, and the hold on new ones (deadstart.go). Kept in memory only:
+	// a restart or a reload (the admin fixed something) tries again at once.
+	deadStarts map[string]*deadStart
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -85,7 +89,8 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 	if opt.MaxAttempts <= 0 {
 		opt.MaxAttempts = 20
 	}
-	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}, profiled: map[string]bool{}}
+	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}, profiled: map[string]bool{},
+		deadStarts: map[string]*deadStart{}}
 }
 
 // slowCall: a privileged call that failed after this long met a Slurm
@@ -187,11 +192,12 @@ type book struct {
 	runtimes   []time.Duration       // of completed attempts
 	unfinished time.Duration         // the longest run of an attempt that did not complete
 	exit       int                   // highest exit code of a task that failed for good
+	pilots     map[string]bool       // pilots (job ids) that ran an attempt of the job
 }
 
 func newBook(evs []spool.TaskEvent) *book {
 	b := &book{final: map[int]string{}, failures: map[int]int{}, attempts: map[int]int{}, waste: map[int]time.Duration{},
-		committed: map[string]bool{}}
+		committed: map[string]bool{}, pilots: map[string]bool{}}
 	for _, ev := range evs {
 		b.add(ev)
 	}
@@ -201,6 +207,9 @@ func newBook(evs []spool.TaskEvent) *book {
 func (b *book) add(ev spool.TaskEvent) {
 	b.committed[ev.Attempt] = true
 	b.attempts[ev.Index]++
+	if ev.Pilot != "" {
+		b.pilots[ev.Pilot] = true
+	}
 	if ev.Reason != spool.ReasonCompleted && ev.Reason != spool.ReasonDuplicate {
 		b.waste[ev.Index] += ev.RunTime()
 		b.unfinished = max(b.unfinished, ev.RunTime())
@@ -356,6 +365,11 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			delete(x.profiled, n)
 		}
 	}
+	for n := range x.deadStarts {
+		if r := x.in.known[n]; r == nil || !r.Active() {
+			delete(x.deadStarts, n)
+		}
+	}
 	if len(names) == 0 {
 		return st, nil
 	}
@@ -416,6 +430,9 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		}
 		nPilots := len(pst.Pilots)
 		if x.pilotsSeen(now, r, snap, jobs, busy, &pst) {
+			changed[n] = true
+		}
+		if x.watchStarts(now, r, b, busy) {
 			changed[n] = true
 		}
 		total := r.Entry.Tasks
@@ -489,7 +506,8 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			mode = x.opt.DefaultMode
 		}
 		ej := policy.ElasticJob{ID: n, Mode: mode, Submit: r.Submitted, TasksPending: counts.Pending,
-			TasksRunning: running, TaskTime: taskTime, Owner: strconv.Itoa(r.UID), Budgeted: budgeted, BudgetLeft: left, Deadline: r.Entry.Deadline}
+			TasksRunning: running, TaskTime: taskTime, Owner: strconv.Itoa(r.UID), Budgeted: budgeted, BudgetLeft: left, Deadline: r.Entry.Deadline,
+			HoldPilots: x.holding(n, now)}
 		if mode == policy.Fair && r.Shadow != "" {
 			ej.BaseJobIDs = []string{r.Shadow}
 		}

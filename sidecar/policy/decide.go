@@ -89,6 +89,12 @@ type ElasticJob struct {
 	// Deadline (--glean deadline=): when the owner wants the job done;
 	// zero: none. It orders the owner's own jobs (Order).
 	Deadline time.Time
+	// HoldPilots: submit no new pilot for the job (gleand holds them back:
+	// its last ones died at start). Its pilots that run are handled as
+	// ever; its waiting tasks claim no node from later jobs' pilots. (The
+	// simulator never sets it; like Budgeted, a caller that skips rounds
+	// must compare it.)
+	HoldPilots bool
 }
 
 // withinBudget is limit (cluster.Unlimited included) cut to what is left
@@ -904,7 +910,7 @@ func (d *decider) submit() {
 			return
 		}
 		j := &d.st.Jobs[ji]
-		if j.TasksPending <= 0 {
+		if j.TasksPending <= 0 || j.HoldPilots {
 			continue
 		}
 		minTL := d.cfg.ShortestPilot(j.TaskTime)

@@ -340,5 +340,21 @@ func TestDecideFIFO(t *testing.T) {
 			want: []Action{giveTo(RetirePilot, "l2", "n2")}},
 		{name: "thesis pilots follow Algorithm 1 only",
 			snap: s(l), st: State{Jobs: jobs("", Thesis), Pilots: l}},
+		// gleand holds back the earlier job's pilots (they died at start):
+		// its tasks claim nothing, and it gets no pilot of its own.
+		{name: "an earlier job whose pilots are held back claims no node",
+			snap: s(l), st: State{Jobs: held(jobs("", Scavenger)), Pilots: l}},
+		{name: "a job whose pilots are held back gets none on idle nodes",
+			snap: s(nil), st: State{Jobs: held(jobs("", Scavenger)[:1])}},
+		{name: "(without the hold: it does)",
+			snap: s(nil), st: State{Jobs: jobs("", Scavenger)[:1]},
+			want: []Action{{Kind: SubmitPilot, Cause: CauseHarvest, Job: "early", Node: "n1", TimeLimit: 5 * time.Minute},
+				{Kind: SubmitPilot, Cause: CauseHarvest, Job: "early", Node: "n2", TimeLimit: 5 * time.Minute}}},
 	})
+}
+
+// held is jobs with the first one's pilots held back.
+func held(jobs []ElasticJob) []ElasticJob {
+	jobs[0].HoldPilots = true
+	return jobs
 }

@@ -104,6 +104,11 @@ type Record struct {
 	// pilots that ended and are no longer listed in PilotJobs, so that a
 	// --glean budget counts them however long the job lives.
 	PilotTimeSpent time.Duration `json:"pilot_time_spent,omitempty"`
+	// PilotTrouble says why the job's last pilots ended without running a
+	// task (the daemon holds back new ones for a while: docs/operations.md);
+	// cleared when one of its pilots runs a task. Public: glean show
+	// prints it.
+	PilotTrouble string `json:"pilot_trouble,omitempty"`
 	// AnchorReleased: the job ended and its anchor was released to run.
 	AnchorReleased bool `json:"anchor_released,omitempty"`
 	// Exit is the job's exit code once it ended (the anchor exits with it).

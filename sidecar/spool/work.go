@@ -758,3 +758,89 @@ func (rs *Records) TaskEvents(name string) ([]TaskEvent, error) {
 	})
 	return out, err
 }
+
+// maxLogTail is how much of an agent's log LastAgentError reads.
+const maxLogTail = 8 << 10
+
+// LastAgentError reads the end of uid's agent log of pilot (or shadow
+// element) job id pilotID in entry id's work directory,
+// logs/<kind>-<pilotID>.log, as the agent writes it, without following a
+// link, and returns whether it exists and its last ERROR line (the
+// agent's own words, for an admin: clipped to one printable line). A log
+// that does not exist means the agent never got as far as opening it.
+func (s *Spool) LastAgentError(uid int, id, kind, pilotID string) (exists bool, line string, err error) {
+	if !validJobID(pilotID) || (kind != "pilot" && kind != "shadow") {
+		return false, "", fmt.Errorf("spool: bad agent log %q-%q", kind, clip(pilotID))
+	}
+	dir, err := s.openWork(uid, id)
+	if err == nil {
+		var logs *os.File
+		logs, err = openOwnedDir(dir, LogsDir, uid)
+		dir.Close()
+		if err == nil {
+			defer logs.Close()
+			line, err = lastErrorLine(logs, kind+"-"+pilotID+".log", uid)
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return false, "", nil
+	case err != nil:
+		return false, "", err
+	}
+	return true, line, nil
+}
+
+// lastErrorLine is the last line of dir/name (owned by uid, regular, one
+// link) whose slog level is ERROR, from its last maxLogTail bytes.
+func lastErrorLine(dir *os.File, name string, uid int) (string, error) {
+	fd, err := syscall.Openat(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return "", ErrSymlink
+		}
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return "", err
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		return "", ErrNotRegular
+	case st.Nlink != 1:
+		return "", fmt.Errorf("%w (%d links)", ErrHardlink, st.Nlink)
+	case int(st.Uid) != uid:
+		return "", fmt.Errorf("%w: the file belongs to uid %d, the directory to uid %d", ErrOwner, st.Uid, uid)
+	}
+	off := max(st.Size-maxLogTail, 0)
+	buf := make([]byte, st.Size-off)
+	n, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	lines := strings.Split(string(buf[:n]), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "level=ERROR") {
+			return oneLine(lines[i], 300), nil
+		}
+	}
+	return "", nil
+}
+
+// oneLine is s as one printable line of at most limit bytes (someone
+// else's text shown to an admin: no control characters, valid UTF-8).
+func oneLine(s string, limit int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) > limit {
+		s = strings.ToValidUTF8(s[:limit], "") + "..."
+	}
+	return s
+}
