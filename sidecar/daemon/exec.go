@@ -180,6 +180,8 @@ type ExecStats struct {
 	Committed, Lost, Submitted, Cancelled, Retired, Ended int
 	Actions                                               []policy.Action
 	SlurmDown                                             bool // the snapshot could not be read whole
+	// Held: active jobs whose new pilots are held back (deadstart.go).
+	Held int
 }
 
 // book is what a job's journal says about its tasks.
@@ -508,6 +510,9 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		ej := policy.ElasticJob{ID: n, Mode: mode, Submit: r.Submitted, TasksPending: counts.Pending,
 			TasksRunning: running, TaskTime: taskTime, Owner: strconv.Itoa(r.UID), Budgeted: budgeted, BudgetLeft: left, Deadline: r.Entry.Deadline,
 			HoldPilots: x.holding(n, now)}
+		if ej.HoldPilots {
+			st.Held++
+		}
 		if mode == policy.Fair && r.Shadow != "" {
 			ej.BaseJobIDs = []string{r.Shadow}
 		}

@@ -60,6 +60,9 @@ func statusLine(at time.Time, took time.Duration, st Stats, xs ExecStats, backof
 		fmt.Fprintf(&b, "round at %s took %s; ", at.Format("15:04:05"), max(took.Round(time.Millisecond), time.Millisecond))
 	}
 	fmt.Fprintf(&b, "%d jobs active", active)
+	if xs.Held > 0 {
+		fmt.Fprintf(&b, " (%d with pilots held back: they die at start, see glean show)", xs.Held)
+	}
 	var did []string
 	for _, c := range []struct {
 		n    int

@@ -130,6 +130,8 @@ func TestStatusLine(t *testing.T) {
 		{"quick: at least 1ms, not 0s", 300 * time.Microsecond, Stats{}, ExecStats{}, 0, "STATUS=round at 14:02:05 took 1ms; 2 jobs active"},
 		{"busy", 48 * time.Millisecond, Stats{Accepted: 1}, ExecStats{Committed: 12, Submitted: 2}, 0,
 			"STATUS=round at 14:02:05 took 48ms; 2 jobs active; 1 accepted, 12 tasks committed, 2 pilots submitted"},
+		{"pilots held back", 48 * time.Millisecond, Stats{}, ExecStats{Held: 1}, 0,
+			"STATUS=round at 14:02:05 took 48ms; 2 jobs active (1 with pilots held back: they die at start, see glean show)"},
 		{"slurm down", 8 * time.Second, Stats{}, ExecStats{SlurmDown: true}, 20 * time.Second,
 			"STATUS=Slurm not answering at 14:02:05, next round in 20s; 2 jobs active"},
 	} {

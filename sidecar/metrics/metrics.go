@@ -30,6 +30,7 @@ type Daemon struct {
 	tasks     *prometheus.CounterVec // by outcome
 	pilots    *prometheus.CounterVec // by action
 	jobs      *prometheus.CounterVec // by what ended them
+	held      prometheus.Gauge
 }
 
 // NewDaemon makes the metrics, with the Go runtime's and the process's.
@@ -45,7 +46,9 @@ func NewDaemon() *Daemon {
 		entries:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_entries_total", Help: "Spool entries taken in, by outcome."}, []string{"outcome"}),
 		tasks:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_tasks_total", Help: "Task attempts committed to the journal, and tasks taken back from dead pilots."}, []string{"outcome"}),
 		pilots:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_pilots_total", Help: "Pilots submitted, cancelled (given way) and retired."}, []string{"action"}),
-		jobs:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_jobs_ended_total", Help: "Elastic jobs that ended, by how."}, []string{"how"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "glean_jobs_pilots_held",
+			Help: "Active elastic jobs whose new pilots gleand holds back: their last pilots ended without running a task."}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_jobs_ended_total", Help: "Elastic jobs that ended, by how."}, []string{"how"}),
 	}
 	// Every label value from the start, so that rates work from the
 	// first scrape.
@@ -61,7 +64,7 @@ func NewDaemon() *Daemon {
 	for _, v := range []string{"ended", "cancelled"} {
 		m.jobs.WithLabelValues(v)
 	}
-	m.reg.MustRegister(m.rounds, m.duration, m.last, m.slurmDown, m.active, m.entries, m.tasks, m.pilots, m.jobs,
+	m.reg.MustRegister(m.rounds, m.duration, m.last, m.slurmDown, m.active, m.entries, m.tasks, m.pilots, m.jobs, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -77,6 +80,7 @@ func (m *Daemon) Observe(r daemon.RoundReport) {
 	}
 	m.slurmDown.Set(down)
 	m.active.Set(float64(r.Active))
+	m.held.Set(float64(r.Exec.Held))
 	m.entries.WithLabelValues("accepted").Add(float64(r.Intake.Accepted))
 	m.entries.WithLabelValues("rejected").Add(float64(r.Intake.Rejected))
 	m.tasks.WithLabelValues("committed").Add(float64(r.Exec.Committed))
