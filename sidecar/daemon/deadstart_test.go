@@ -153,3 +153,53 @@ func TestDeadStartIgnoresLongerRuns(t *testing.T) {
 		t.Errorf("trouble %q: want none", r.PilotTrouble)
 	}
 }
+
+// One bad node: its pilots die at start while the job's pilots elsewhere
+// run tasks (so the job is never held). After three in a row there, no
+// new pilot goes to that node; the others keep theirs.
+func TestDeadStartHoldsANode(t *testing.T) {
+	fx, m, x := newRound(t, 3, policy.DefaultConfig())
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	on := func(node string) string {
+		for _, p := range fx.record(e).PilotJobs {
+			if p.Node == node && p.Ended.IsZero() && p.ID != "" {
+				return p.ID
+			}
+		}
+		return ""
+	}
+	good := on("n2")
+	for _, id := range livePilotIDs(fx.record(e)) {
+		m.start(id)
+	}
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	fx.finishTasks(t, e.ID, 1, good) // n2's pilot runs a task
+	for k := 1; k <= 3; k++ {
+		bad := on("n1")
+		if bad == "" {
+			t.Fatalf("dead start %d: no pilot on n1 (%+v)", k, fx.record(e).PilotJobs)
+		}
+		m.start(bad)
+		fx.now = fx.now.Add(time.Second)
+		m.round(t, fx.in, x)
+		m.end(bad, "")
+		fx.now = fx.now.Add(time.Second)
+		m.round(t, fx.in, x)
+	}
+	if on("n1") != "" {
+		t.Fatalf("a pilot on n1 after 3 died there: %+v", fx.record(e).PilotJobs)
+	}
+	if r := fx.record(e); r.PilotTrouble != "" || x.holding(r.DirName(), fx.now) {
+		t.Errorf("job held (%q): its pilots elsewhere run tasks", r.PilotTrouble)
+	}
+	if held := x.heldNodes(fx.now); !slices.Equal(held, []string{"n1"}) {
+		t.Errorf("held nodes %v, want [n1]", held)
+	}
+	fx.now = fx.now.Add(61 * time.Second)
+	m.round(t, fx.in, x)
+	if on("n1") == "" {
+		t.Errorf("no pilot on n1 after its hold: %+v", fx.record(e).PilotJobs)
+	}
+}

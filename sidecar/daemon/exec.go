@@ -82,6 +82,7 @@ type Executor struct {
 	// task, and the hold on new ones (deadstart.go). Kept in memory only:
 	// a restart or a reload (the admin fixed something) tries again at once.
 	deadStarts map[string]*deadStart
+	deadNodes  map[string]*deadStart // by node, over all jobs
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -90,7 +91,7 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 		opt.MaxAttempts = 20
 	}
 	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}, profiled: map[string]bool{},
-		deadStarts: map[string]*deadStart{}}
+		deadStarts: map[string]*deadStart{}, deadNodes: map[string]*deadStart{}}
 }
 
 // slowCall: a privileged call that failed after this long met a Slurm
@@ -180,8 +181,9 @@ type ExecStats struct {
 	Committed, Lost, Submitted, Cancelled, Retired, Ended int
 	Actions                                               []policy.Action
 	SlurmDown                                             bool // the snapshot could not be read whole
-	// Held: active jobs whose new pilots are held back (deadstart.go).
-	Held int
+	// Held: active jobs whose new pilots are held back; HeldNodes: nodes
+	// that get no new pilot (deadstart.go).
+	Held, HeldNodes int
 }
 
 // book is what a job's journal says about its tasks.
@@ -526,6 +528,8 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		}
 	}
 	notYet(snap, started)
+	pst.HeldNodes = x.heldNodes(now)
+	st.HeldNodes = len(pst.HeldNodes)
 	// FIFO among elastic jobs, deadlines first among an owner's own.
 	policy.Order(pst.Jobs)
 

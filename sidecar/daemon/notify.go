@@ -63,6 +63,9 @@ func statusLine(at time.Time, took time.Duration, st Stats, xs ExecStats, backof
 	if xs.Held > 0 {
 		fmt.Fprintf(&b, " (%d with pilots held back: they die at start, see glean show)", xs.Held)
 	}
+	if xs.HeldNodes > 0 {
+		fmt.Fprintf(&b, "; %d nodes held back: pilots die at start there (gleand's log names them)", xs.HeldNodes)
+	}
 	var did []string
 	for _, c := range []struct {
 		n    int

@@ -543,6 +543,6 @@ func newRound(t *testing.T, nodes int, cfg policy.Config) (*fixture, *slurmModel
 	m := newModel(t, fx, nodes)
 	cfg.PilotPartition = "pilot"
 	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: cfg, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
-		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		PilotPartition: "pilot", Clock: func() time.Time { return fx.now }}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return fx, m, x
 }

@@ -31,6 +31,7 @@ type Daemon struct {
 	pilots    *prometheus.CounterVec // by action
 	jobs      *prometheus.CounterVec // by what ended them
 	held      prometheus.Gauge
+	heldNodes prometheus.Gauge
 }
 
 // NewDaemon makes the metrics, with the Go runtime's and the process's.
@@ -48,6 +49,8 @@ func NewDaemon() *Daemon {
 		pilots:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_pilots_total", Help: "Pilots submitted, cancelled (given way) and retired."}, []string{"action"}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "glean_jobs_pilots_held",
 			Help: "Active elastic jobs whose new pilots gleand holds back: their last pilots ended without running a task."}),
+		heldNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "glean_nodes_pilots_held",
+			Help: "Nodes on which gleand submits no new pilot: its last pilots there ended without running a task."}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_jobs_ended_total", Help: "Elastic jobs that ended, by how."}, []string{"how"}),
 	}
 	// Every label value from the start, so that rates work from the
@@ -64,7 +67,7 @@ func NewDaemon() *Daemon {
 	for _, v := range []string{"ended", "cancelled"} {
 		m.jobs.WithLabelValues(v)
 	}
-	m.reg.MustRegister(m.rounds, m.duration, m.last, m.slurmDown, m.active, m.entries, m.tasks, m.pilots, m.jobs, m.held,
+	m.reg.MustRegister(m.rounds, m.duration, m.last, m.slurmDown, m.active, m.entries, m.tasks, m.pilots, m.jobs, m.held, m.heldNodes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -81,6 +84,7 @@ func (m *Daemon) Observe(r daemon.RoundReport) {
 	m.slurmDown.Set(down)
 	m.active.Set(float64(r.Active))
 	m.held.Set(float64(r.Exec.Held))
+	m.heldNodes.Set(float64(r.Exec.HeldNodes))
 	m.entries.WithLabelValues("accepted").Add(float64(r.Intake.Accepted))
 	m.entries.WithLabelValues("rejected").Add(float64(r.Intake.Rejected))
 	m.tasks.WithLabelValues("committed").Add(float64(r.Exec.Committed))

@@ -21,7 +21,7 @@ func TestScrape(t *testing.T) {
 	at := time.Unix(1700000000, 0)
 	m.Observe(daemon.RoundReport{At: at, Took: 20 * time.Millisecond, Intake: daemon.Stats{Accepted: 2, Rejected: 1},
 		Exec: daemon.ExecStats{Committed: 5, Submitted: 3}, Active: 2})
-	m.Observe(daemon.RoundReport{At: at.Add(time.Second), Took: 2 * time.Second, Exec: daemon.ExecStats{Committed: 4, Cancelled: 1, Lost: 1, Ended: 1, Held: 1},
+	m.Observe(daemon.RoundReport{At: at.Add(time.Second), Took: 2 * time.Second, Exec: daemon.ExecStats{Committed: 4, Cancelled: 1, Lost: 1, Ended: 1, Held: 1, HeldNodes: 2},
 		SlurmDown: true, Active: 1})
 
 	ln, err := Listen("127.0.0.1:0")
@@ -53,6 +53,7 @@ func TestScrape(t *testing.T) {
 		`glean_jobs_ended_total{how="ended"} 1`,
 		"glean_jobs_active 1",
 		"glean_jobs_pilots_held 1",
+		"glean_nodes_pilots_held 2",
 		"glean_slurm_down 1",
 		"glean_last_round_timestamp_seconds 1.700000001e+09",
 		"glean_round_duration_seconds_count 2",

@@ -117,6 +117,9 @@ type State struct {
 	// Started: a pilot started since the last round (a success resets
 	// the misses, as in the thesis).
 	Started bool
+	// HeldNodes are nodes on which no new pilot is submitted: gleand
+	// holds them back, its last pilots there died at start.
+	HeldNodes []string
 	// BFInterval is one scheduling cycle, the base pending timeout; 0:
 	// the snapshot's bf_interval, else Config.PendingTimeout.
 	BFInterval time.Duration
@@ -868,12 +871,21 @@ func (d *decider) submit() {
 		return
 	}
 	part := d.s.Partition(d.win.Partition)
+	var held map[int]bool
+	for _, n := range d.st.HeldNodes {
+		if i, ok := d.nodeIdx[n]; ok {
+			if held == nil {
+				held = map[int]bool{}
+			}
+			held[i] = true
+		}
+	}
 
 	// Window candidates (Fair, Scavenger): free for a while, not taken by a
 	// pending job that starts now, not held by or promised to a pilot.
 	var cands []candidate
 	for i := range d.s.Nodes {
-		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
+		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] && !held[i] {
 			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor, &d.win.Nodes[wi]})
 		}
 	}
@@ -895,7 +907,7 @@ func (d *decider) submit() {
 	}
 	if thesisTake {
 		for i := range d.s.Nodes {
-			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
+			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] && !held[i] {
 				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor, &d.win.Nodes[d.wAt[i]]})
 			}
 		}
