@@ -132,7 +132,9 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 		}
 	}
 	changed := false
-	if d := x.deadStarts[name]; d != nil && worked.After(d.last) {
+	// (No run in memory: gleand restarted since; any pilot that ran a
+	// task then ends the trouble.)
+	if d := x.deadStarts[name]; !worked.IsZero() && (d == nil || worked.After(d.last)) {
 		delete(x.deadStarts, name)
 		if r.PilotTrouble != "" {
 			x.log.Info("pilots run tasks again", "job", name)

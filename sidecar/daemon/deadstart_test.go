@@ -203,3 +203,29 @@ func TestDeadStartHoldsANode(t *testing.T) {
 		t.Errorf("no pilot on n1 after its hold: %+v", fx.record(e).PilotJobs)
 	}
 }
+
+// A restarted gleand has no run of dead starts in memory: the trouble a
+// record still shows ends when one of the job's pilots runs a task.
+func TestDeadStartTroubleEndsAfterRestart(t *testing.T) {
+	fx, m, x := newRound(t, 1, policy.DefaultConfig())
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	r := fx.record(e)
+	r.PilotTrouble = "3 pilots in a row ended without running a task (the last gleand's)"
+	if err := fx.in.records.Put(r); err != nil {
+		t.Fatal(err)
+	}
+	id := livePilotIDs(r)[0]
+	m.start(id)
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	if r := fx.record(e); r.PilotTrouble == "" {
+		t.Fatal("trouble cleared before any pilot ran a task")
+	}
+	fx.finishTasks(t, e.ID, 1, id)
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	if r := fx.record(e); r.PilotTrouble != "" {
+		t.Errorf("trouble %q after a pilot ran a task", r.PilotTrouble)
+	}
+}
