@@ -67,7 +67,8 @@ type ElasticJob struct {
 	// give way to them, except that a pilot never gives way to its own
 	// job's base (the same work would just change hands). When the job has
 	// no pending task and no pilot of it holds a task, its pending base
-	// jobs are cancelled (CancelBase).
+	// jobs are cancelled (CancelBase), unless it could not get a pilot
+	// for a task a running element hands back.
 	BaseJobIDs []string
 	// Owner is who submitted the job (the daemon: its uid). The Thesis
 	// jobs of one owner are one pool, as the thesis's one executor pool
@@ -695,6 +696,12 @@ func (d *decider) baseCancels() {
 	for ji := range d.st.Jobs {
 		j := &d.st.Jobs[ji]
 		if j.Mode != Fair || len(j.BaseJobIDs) == 0 || j.TasksPending > 0 {
+			continue
+		}
+		// A running element that loses its task hands it back; a job that
+		// cannot get a pilot for it (its budget spent, its pilots held
+		// back) keeps its pending elements to take it, as without glean.
+		if j.HoldPilots || withinBudget(cluster.Unlimited, j, 0) < d.cfg.ShortestPilot(j.TaskTime) {
 			continue
 		}
 		busy := false

@@ -483,6 +483,27 @@ func TestDecideReleases(t *testing.T) {
 			want: []Action{cancelBase("e1", "b1")},
 		},
 		{
+			// A running element that loses its task (its node fails) hands it
+			// back; with no pilot to take it, the pending elements must.
+			name: "fair: base kept when the job cannot get a pilot (budget spent, or its pilots held back)",
+			snap: func() *cluster.Snapshot {
+				s := open()
+				el := running("1003", at(time.Hour), "n6")
+				el.ArrayJobID, el.ArrayTasks = "b1", "3"
+				s.Jobs = append(s.Jobs, array(pend2("b1", 10, "Priority", 1, time.Hour, never), "4-9"), el)
+				return s
+			}(),
+			st: State{Jobs: []ElasticJob{
+				func() ElasticJob {
+					j := ejob("e1", Fair, 0, 1, time.Minute, "b1")
+					j.Budgeted, j.BudgetLeft = true, 30*time.Second // less than the shortest pilot
+					return j
+				}(),
+				func() ElasticJob { j := ejob("e2", Fair, 0, 1, time.Minute, "b1"); j.HoldPilots = true; return j }(),
+			}},
+			want: nil,
+		},
+		{
 			name: "fair: base kept while a pilot holds a task (it may hand it back)",
 			snap: func() *cluster.Snapshot {
 				s := withPilots(open(), rpilot("a", "e1", "n1", time.Hour, at(time.Hour)))
