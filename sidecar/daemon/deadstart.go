@@ -16,10 +16,9 @@ import (
 // round, for ever. So gleand counts, per job, the pilots that ended by
 // themselves without running a task, soon after they started; after
 // deadStartLimit in a row, on more than one node, it submits no new
-// pilot for the job for
-// deadStartFirstHold, doubling with each hold up to deadStartMaxHold, and
-// says why (the agent's last error, or that it left no log). A pilot of
-// the job that runs a task ends the hold. A fair job's shadow array is
+// pilot for the job for deadStartFirstHold, doubling with each hold up
+// to deadStartMaxHold, and says why (the agent's last error, or that it
+// left no log). A pilot of the job that runs a task ends the hold. A fair job's shadow array is
 // not held: it is the job's plain allocation, Slurm's to run.
 //
 // Nodes are counted the same way, over all jobs: one bad node (its

@@ -238,31 +238,48 @@ func openOwnedDir(parent *os.File, name string, uid int) (*os.File, error) {
 	return d, nil
 }
 
-// readOwned reads dir/name: a regular file with one link owned by uid, at
-// most max bytes. O_NONBLOCK keeps a FIFO from blocking the open.
-func readOwned(dir *os.File, name string, uid int, max int64) ([]byte, error) {
+// openOwned opens dir/name for reading without following a link (nor
+// blocking on a FIFO) and checks that it is a regular file of uid with
+// one link; it returns the file and its size.
+func openOwned(dir *os.File, name string, uid int) (*os.File, int64, error) {
 	fd, err := syscall.Openat(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, ErrSymlink
+			return nil, 0, ErrSymlink
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, err
+		f.Close()
+		return nil, 0, err
 	}
 	switch {
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
-		return nil, ErrNotRegular
+		err = ErrNotRegular
 	case st.Nlink != 1:
-		return nil, fmt.Errorf("%w (%d links)", ErrHardlink, st.Nlink)
+		err = fmt.Errorf("%w (%d links)", ErrHardlink, st.Nlink)
 	case int(st.Uid) != uid:
-		return nil, fmt.Errorf("%w: the file belongs to uid %d, the directory to uid %d", ErrOwner, st.Uid, uid)
-	case st.Size > max:
-		return nil, fmt.Errorf("%w: %d bytes, the site allows %d", ErrTooLarge, st.Size, max)
+		err = fmt.Errorf("%w: the file belongs to uid %d, the directory to uid %d", ErrOwner, st.Uid, uid)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size, nil
+}
+
+// readOwned reads dir/name: a regular file with one link owned by uid, at
+// most max bytes (openOwned).
+func readOwned(dir *os.File, name string, uid int, max int64) ([]byte, error) {
+	f, size, err := openOwned(dir, name, uid)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > max {
+		return nil, fmt.Errorf("%w: %d bytes, the site allows %d", ErrTooLarge, size, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {

@@ -105,7 +105,7 @@ type Record struct {
 	// --glean budget counts them however long the job lives.
 	PilotTimeSpent time.Duration `json:"pilot_time_spent,omitempty"`
 	// PilotTrouble says why the job's last pilots ended without running a
-	// task (the daemon holds back new ones for a while: docs/operations.md);
+	// task (the daemon holds back new ones for a while: docs/execution.md);
 	// cleared when one of its pilots runs a task. Public: glean show
 	// prints it.
 	PilotTrouble string `json:"pilot_trouble,omitempty"`

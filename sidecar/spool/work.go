@@ -794,29 +794,13 @@ func (s *Spool) LastAgentError(uid int, id, kind, pilotID string) (exists bool, 
 // lastErrorLine is the last line of dir/name (owned by uid, regular, one
 // link) whose slog level is ERROR, from its last maxLogTail bytes.
 func lastErrorLine(dir *os.File, name string, uid int) (string, error) {
-	fd, err := syscall.Openat(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, size, err := openOwned(dir, name, uid)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return "", ErrSymlink
-		}
 		return "", err
 	}
-	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return "", err
-	}
-	switch {
-	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
-		return "", ErrNotRegular
-	case st.Nlink != 1:
-		return "", fmt.Errorf("%w (%d links)", ErrHardlink, st.Nlink)
-	case int(st.Uid) != uid:
-		return "", fmt.Errorf("%w: the file belongs to uid %d, the directory to uid %d", ErrOwner, st.Uid, uid)
-	}
-	off := max(st.Size-maxLogTail, 0)
-	buf := make([]byte, st.Size-off)
+	off := max(size-maxLogTail, 0)
+	buf := make([]byte, size-off)
 	n, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err

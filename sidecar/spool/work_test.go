@@ -2,8 +2,11 @@ package spool
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -98,4 +101,48 @@ func newWork(t *testing.T) (sp *Spool, uid int, id string, w *Work) {
 		t.Fatal(err)
 	}
 	return sp, uid, id, w
+}
+
+// LastAgentError reads the last ERROR line of an agent's log, the
+// owner's file: never through a link, never a FIFO (it would block),
+// only the log's end, and one printable line.
+func TestLastAgentError(t *testing.T) {
+	sp, uid, id, w := newWork(t)
+	logs := filepath.Join(w.Dir, LogsDir)
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(logs, name), []byte(text), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pilot-11.log", "level=ERROR msg=old\nlevel=INFO msg=a\nlevel=ERROR msg=\"glean-agent pilot\" err=\"no \x07bell\"\nlevel=INFO msg=b\n")
+	write("pilot-12.log", "level=INFO msg=fine\n")
+	write("pilot-13.log", "level=ERROR msg=early\n"+strings.Repeat("level=INFO msg=filler\n", 1000))
+	if err := os.Symlink(filepath.Join(logs, "pilot-11.log"), filepath.Join(logs, "pilot-14.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(logs, "pilot-15.log"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pilot  string
+		exists bool
+		line   string
+		err    error
+	}{
+		{"11", true, `level=ERROR msg="glean-agent pilot" err="no  bell"`, nil},
+		{"12", true, "", nil},
+		{"13", true, "", nil}, // its error is before the last 8 KiB
+		{"14", false, "", ErrSymlink},
+		{"15", false, "", ErrNotRegular},
+		{"16", false, "", nil}, // never opened
+	} {
+		exists, line, err := sp.LastAgentError(uid, id, "pilot", tc.pilot)
+		if exists != tc.exists || line != tc.line || !errors.Is(err, tc.err) {
+			t.Errorf("pilot %s: %v %q %v, want %v %q %v", tc.pilot, exists, line, err, tc.exists, tc.line, tc.err)
+		}
+	}
+	if _, _, err := sp.LastAgentError(uid, id, "pilot", "../x"); err == nil {
+		t.Error("a pilot id that is not a job id was read")
+	}
 }
