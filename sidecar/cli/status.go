@@ -163,18 +163,7 @@ func stamp(t time.Time) string {
 }
 
 // oneLine keeps a user-supplied text on one line of a table.
-func oneLine(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > max {
-		s = s[:max-3] + "..."
-	}
-	return s
-}
+func oneLine(s string, max int) string { return spool.OneLine(s, max) }
 
 // findJob finds a job by entry id, record name or anchor id. A rejected
 // entry may name someone's anchor id too: the job that was taken in wins.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/glean-hpc/glean/sidecar/cluster"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -13,19 +14,24 @@ import (
 // or glean.toml unreadable on the node, a spool not mounted there, an
 // agent that exits at once) ends seconds after it starts, its node is
 // idle again, and the policy would submit another pilot there in the next
-// round, for ever. So gleand counts, per job, the pilots that ended by
-// themselves without running a task, soon after they started; after
-// deadStartLimit in a row, on more than one node, it submits no new
-// pilot for the job for deadStartFirstHold, doubling with each hold up
-// to deadStartMaxHold, and says why (the agent's last error, or that it
-// left no log). A pilot of the job that runs a task ends the hold. A fair job's shadow array is
-// not held: it is the job's plain allocation, Slurm's to run.
+// round, for ever. So gleand counts, per job, the pilots that died at
+// start: Slurm shows them ended by themselves (COMPLETED or FAILED: not
+// cancelled, preempted, timed out or lost with a node) less than
+// deadStartWindow after they started, without running a task, while the
+// job had tasks waiting and glean had not told them to go. After
+// deadStartLimit in a row, on more than one node, it submits no new pilot
+// for the job for deadStartFirstHold, doubling with each hold up to
+// deadStartMaxHold, and says why (the agent's last error, or that it
+// left no log). A pilot of the job that runs a task ends the run. A fair
+// job's shadow array is not held: it is the job's plain allocation,
+// Slurm's to run.
 //
-// Nodes are counted the same way, over all jobs: one bad node (its
-// spool not mounted) kills every pilot put there, while the jobs' other
-// pilots run tasks and so end each job's run. After deadStartLimit in a
-// row on a node, whatever their jobs, no new pilot goes there for the
-// same holds; a pilot that runs a task there ends it.
+// One bad node (its spool not mounted) kills every pilot put there while
+// the job's pilots elsewhere run tasks, so the same is counted by owner
+// and node: after deadStartLimit in a row there, the owner's jobs get no
+// new pilot on that node, with the same holds. By owner, because what
+// kills a pilot may be the owner's own (a work directory they made
+// unreadable), and one user must not hold nodes back from the others.
 const (
 	deadStartLimit     = 3
 	deadStartFirstHold = time.Minute
@@ -34,10 +40,10 @@ const (
 	// over: the node or the job had no pilot since, nothing says it is
 	// still broken.
 	deadStartForget = time.Hour
-	// deadStartWindow: a pilot that ran longer than this before ending
-	// did not die at start (an agent with nothing to take idles out after
-	// 30 s; a moved pilot's copy started long ago in another job).
-	deadStartWindow = 2 * time.Minute
+	// deadStartWindow: a pilot that ran this long did not die at start.
+	// Below the agent's idle timeout (30 s), after which an agent with
+	// nothing to take (a throttled array, tasks taken by others) exits.
+	deadStartWindow = 20 * time.Second
 )
 
 // deadStart is one job's run of pilots that died at start.
@@ -55,16 +61,33 @@ func (x *Executor) holding(name string, now time.Time) bool {
 	return d != nil && now.Before(d.until)
 }
 
-// heldNodes are the nodes held back at now, sorted.
-func (x *Executor) heldNodes(now time.Time) []string {
+// ownerNode keys deadNodes.
+type ownerNode struct {
+	uid  int
+	node string
+}
+
+// heldNodes are the nodes held back from uid's jobs at now, sorted.
+func (x *Executor) heldNodes(uid int, now time.Time) []string {
 	var held []string
-	for n, d := range x.deadNodes {
-		if now.Before(d.until) {
-			held = append(held, n)
+	for k, d := range x.deadNodes {
+		if k.uid == uid && now.Before(d.until) {
+			held = append(held, k.node)
 		}
 	}
 	slices.Sort(held)
 	return held
+}
+
+// heldNodeCount is how many nodes are held back from someone at now.
+func (x *Executor) heldNodeCount(now time.Time) int {
+	nodes := map[string]bool{}
+	for k, d := range x.deadNodes {
+		if now.Before(d.until) {
+			nodes[k.node] = true
+		}
+	}
+	return len(nodes)
 }
 
 // add counts dead starts on nodes (one each); it reports whether that
@@ -90,15 +113,13 @@ func (d *deadStart) add(now time.Time, minNodes int, nodes ...string) bool {
 	return true
 }
 
-// watchStarts looks at r's pilots after pilotsSeen. One that ended at
-// now without running a task, soon after it started, while r had tasks
-// waiting and glean had not told it to go, died at start: it adds to r's
-// run and to its node's. One that ran a task (it is busy, or the journal
-// has an attempt of it) ends the runs of r and of its node if it was
-// submitted after their last dead start: an older pilot's agent may have
-// started before whatever broke. It reports whether r changed (its
-// PilotTrouble).
-func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map[string]time.Time) bool {
+// watchStarts looks at r's pilots after pilotsSeen. One that pilotsSeen
+// saw end at now and that died at start (diedAtStart) adds to r's run and
+// to its owner's on its node. One that ran a task (it is busy, or the
+// journal has an attempt of it) ends those runs if it was submitted after
+// their last dead start: an older pilot's agent may have started before
+// whatever broke. It reports whether r changed (its PilotTrouble).
+func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map[string]time.Time, jobs map[string]*cluster.Job) bool {
 	name := r.DirName()
 	var dead []*spool.PilotJob
 	var worked time.Time                 // the latest submission of a pilot that ran a task
@@ -117,17 +138,14 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 			}
 			continue
 		}
-		if !p.Ended.Equal(now) || p.Cancelled || p.Retiring || p.Killed || !p.Signalled.IsZero() || r.Tasks.Pending == 0 {
-			continue
+		if p.Ended.Equal(now) && r.Tasks.Pending > 0 && diedAtStart(p, jobs[p.ID]) {
+			dead = append(dead, p)
 		}
-		if !p.Started.IsZero() && now.Sub(p.Started) > deadStartWindow {
-			continue
-		}
-		dead = append(dead, p)
 	}
 	for n, at := range nodeWorked {
-		if d := x.deadNodes[n]; d != nil && at.After(d.last) {
-			delete(x.deadNodes, n)
+		k := ownerNode{r.UID, n}
+		if d := x.deadNodes[k]; d != nil && at.After(d.last) {
+			delete(x.deadNodes, k)
 		}
 	}
 	changed := false
@@ -144,14 +162,15 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 		if p.Node == "" {
 			continue // Slurm placed it, unseen
 		}
-		d := x.deadNodes[p.Node]
+		k := ownerNode{r.UID, p.Node}
+		d := x.deadNodes[k]
 		if d == nil {
 			d = &deadStart{}
-			x.deadNodes[p.Node] = d
+			x.deadNodes[k] = d
 		}
 		if d.add(now, 1, p.Node) {
-			x.log.Warn("pilots die at start on a node: holding it back", "node", p.Node, "in_a_row", d.fails,
-				"pilot", p.ID, "job", name, "why", x.deadWhy(r, p), "hold", d.hold)
+			x.log.Warn("pilots die at start on a node: holding it back from the owner's jobs", "node", p.Node, "uid", r.UID,
+				"in_a_row", d.fails, "pilot", p.ID, "job", name, "why", x.deadWhy(r, p), "hold", d.hold)
 		}
 	}
 	if len(dead) == 0 {
@@ -173,11 +192,28 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 	}
 	last := dead[len(dead)-1]
 	why := x.deadWhy(r, last)
-	r.PilotTrouble = fmt.Sprintf("%d pilots in a row ended without running a task; the last, %s on %s: %s; no new pilot before %s",
+	r.PilotTrouble = fmt.Sprintf("%d pilots in a row ended by themselves right after they started, without running a task; the last, %s on %s: %s; no new pilot before %s",
 		d.fails, last.ID, last.Node, why, d.until.UTC().Format(time.RFC3339))
 	x.log.Warn("pilots end without running a task: holding back new ones", "job", name, "in_a_row", d.fails,
 		"pilot", last.ID, "node", last.Node, "why", why, "hold", d.hold)
 	return true
+}
+
+// diedAtStart reports whether pilot p, which ended this round as Slurm
+// shows it in j (nil: no longer listed), ended by itself right after its
+// start: its agent exited (COMPLETED, FAILED) within deadStartWindow of
+// Slurm's start, and glean had not told it to go (a give-way signal, a
+// retirement or a cancel). Anything else (cancelled by glean, the owner
+// or an admin; preempted; timed out; its node lost; not listed) is not
+// the agent's failure to run.
+func diedAtStart(p *spool.PilotJob, j *cluster.Job) bool {
+	if p.Cancelled || p.Retiring || p.Killed || !p.Signalled.IsZero() || j == nil {
+		return false
+	}
+	if j.RawState != "COMPLETED" && j.RawState != "FAILED" {
+		return false
+	}
+	return !j.Start.IsZero() && !j.End.IsZero() && j.End.Sub(j.Start) < deadStartWindow
 }
 
 // deadWhy says what the pilot's agent left: its last error, or that it

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glean-hpc/glean/sidecar/cluster"
 	"github.com/glean-hpc/glean/sidecar/policy"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -56,7 +58,7 @@ func TestDeadStartHoldsPilots(t *testing.T) {
 		fx.now = fx.now.Add(time.Second)
 		m.round(t, fx.in, x) // seen running
 		for _, id := range ids {
-			m.end(id, "")
+			m.end(id, "exit")
 		}
 		fx.now = fx.now.Add(time.Second)
 		_, helper := m.round(t, fx.in, x) // seen gone
@@ -81,7 +83,7 @@ func TestDeadStartHoldsPilots(t *testing.T) {
 	}
 	die()
 	r := fx.record(e)
-	if !strings.Contains(r.PilotTrouble, "4 pilots in a row ended without running a task; the last, "+second[1]) ||
+	if !strings.Contains(r.PilotTrouble, "4 pilots in a row ended by themselves right after they started, without running a task; the last, "+second[1]) ||
 		!strings.Contains(r.PilotTrouble, `err="cannot run  [31mtasks"`) {
 		t.Fatalf("trouble %q: want 4 in a row, the last one's logged error (control characters blanked)", r.PilotTrouble)
 	}
@@ -143,7 +145,7 @@ func TestDeadStartIgnoresLongerRuns(t *testing.T) {
 		m.round(t, fx.in, x)
 		fx.now = fx.now.Add(3 * time.Minute) // ran three minutes, no task seen
 		for _, id := range ids {
-			m.end(id, "")
+			m.end(id, "exit")
 		}
 		if _, helper := m.round(t, fx.in, x); submits(helper) != 1 {
 			t.Fatalf("helper %q: want new pilots (these ran for minutes)", helper)
@@ -169,13 +171,26 @@ func TestDeadStartHoldsANode(t *testing.T) {
 		}
 		return ""
 	}
-	good := on("n2")
+	good, old := on("n2"), on("n1")
 	for _, id := range livePilotIDs(fx.record(e)) {
 		m.start(id)
 	}
 	fx.now = fx.now.Add(time.Second)
 	m.round(t, fx.in, x)
 	fx.finishTasks(t, e.ID, 1, good) // n2's pilot runs a task
+	// n1's first pilot ran a task too, and ended after a while; the node
+	// broke since: its record, listed for an hour, must not end n1's run.
+	w, err := fx.s.OpenWork(fx.uid, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(spool.Result{Task: 1, Attempt: "old", Pilot: old, Node: "n1", Outcome: spool.OutcomeExited,
+		Start: fx.now.Add(-time.Second), End: fx.now}); err != nil {
+		t.Fatal(err)
+	}
+	fx.now = fx.now.Add(5 * time.Minute)
+	m.end(old, "done")
+	m.round(t, fx.in, x)
 	for k := 1; k <= 3; k++ {
 		bad := on("n1")
 		if bad == "" {
@@ -184,7 +199,7 @@ func TestDeadStartHoldsANode(t *testing.T) {
 		m.start(bad)
 		fx.now = fx.now.Add(time.Second)
 		m.round(t, fx.in, x)
-		m.end(bad, "")
+		m.end(bad, "exit")
 		fx.now = fx.now.Add(time.Second)
 		m.round(t, fx.in, x)
 	}
@@ -194,7 +209,7 @@ func TestDeadStartHoldsANode(t *testing.T) {
 	if r := fx.record(e); r.PilotTrouble != "" || x.holding(r.DirName(), fx.now) {
 		t.Errorf("job held (%q): its pilots elsewhere run tasks", r.PilotTrouble)
 	}
-	if held := x.heldNodes(fx.now); !slices.Equal(held, []string{"n1"}) {
+	if held := x.heldNodes(fx.uid, fx.now); !slices.Equal(held, []string{"n1"}) {
 		t.Errorf("held nodes %v, want [n1]", held)
 	}
 	fx.now = fx.now.Add(61 * time.Second)
@@ -227,5 +242,143 @@ func TestDeadStartTroubleEndsAfterRestart(t *testing.T) {
 	m.round(t, fx.in, x)
 	if r := fx.record(e); r.PilotTrouble != "" {
 		t.Errorf("trouble %q after a pilot ran a task", r.PilotTrouble)
+	}
+}
+
+// What counts as dying at start: Slurm shows the pilot ended by itself
+// (its agent exited) within 20 s of its start, and glean had not told it
+// to go.
+func TestDiedAtStart(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	job := func(state string, ran time.Duration) *cluster.Job {
+		return &cluster.Job{ID: "7", RawState: state, Start: t0, End: t0.Add(ran)}
+	}
+	for _, tc := range []struct {
+		name string
+		p    spool.PilotJob
+		j    *cluster.Job
+		want bool
+	}{
+		{"agent failed at once", spool.PilotJob{}, job("FAILED", time.Second), true},
+		{"agent exited 0 at once", spool.PilotJob{}, job("COMPLETED", 19*time.Second), true},
+		{"ran 20 s: not at start (an idle-out is 30 s)", spool.PilotJob{}, job("COMPLETED", 20*time.Second), false},
+		{"cancelled (by anyone)", spool.PilotJob{}, job("CANCELLED", time.Second), false},
+		{"node lost", spool.PilotJob{}, job("NODE_FAIL", time.Second), false},
+		{"preempted", spool.PilotJob{}, job("PREEMPTED", time.Second), false},
+		{"no longer listed", spool.PilotJob{}, nil, false},
+		{"no start known", spool.PilotJob{}, &cluster.Job{RawState: "FAILED", End: t0}, false},
+		{"glean signalled it to give way", spool.PilotJob{Signalled: t0}, job("COMPLETED", time.Second), false},
+		{"glean retired it", spool.PilotJob{Retiring: true}, job("COMPLETED", time.Second), false},
+		{"glean cancelled it", spool.PilotJob{Cancelled: true}, job("FAILED", time.Second), false},
+		{"glean killed it", spool.PilotJob{Killed: true}, job("FAILED", time.Second), false},
+	} {
+		if got := diedAtStart(&tc.p, tc.j); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A run's holds: none before 3 in a row (on enough nodes), then 1 min
+// doubling to a 30-min cap; none started while one runs (its pilots were
+// submitted before it); a run an hour old starts over.
+func TestDeadStartHolds(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var d deadStart
+	if d.add(t0, 2, "n1", "n1", "n1") {
+		t.Fatal("a hold for 3 on one node, 2 nodes wanted")
+	}
+	if !d.add(t0, 2, "n2") || d.hold != time.Minute {
+		t.Fatalf("4 on 2 nodes: hold %v, want 1m", d.hold)
+	}
+	if d.add(t0.Add(30*time.Second), 2, "n1") {
+		t.Fatal("a new hold while one runs")
+	}
+	at := t0
+	for _, want := range []time.Duration{2, 4, 8, 16, 30, 30} {
+		at = d.until
+		if !d.add(at, 2, "n1") || d.hold != want*time.Minute || !d.until.Equal(at.Add(want*time.Minute)) {
+			t.Fatalf("hold %v until %v, want %v from %v", d.hold, d.until, want*time.Minute, at)
+		}
+	}
+	if d.add(d.until.Add(2*time.Hour), 2, "n1") || d.fails != 1 || d.hold != 0 {
+		t.Errorf("after an hour without a dead start: %+v, want a new run of 1", d)
+	}
+}
+
+// A pilot that runs tasks ends the job's run only if it was submitted
+// after the last dead start: a long-running pilot's agent started before
+// whatever broke, and the job's new pilots die on two nodes.
+func TestDeadStartOldWorkerEndsNoRun(t *testing.T) {
+	fx, m, x := newRound(t, 3, policy.DefaultConfig())
+	e := fx.submit(t, 40, nil)
+	m.round(t, fx.in, x)
+	ids := livePilotIDs(fx.record(e))
+	for _, id := range ids {
+		m.start(id)
+	}
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	worker := ""
+	for _, p := range fx.record(e).PilotJobs {
+		if p.Node == "n3" {
+			worker = p.ID
+		}
+	}
+	fx.finishTasks(t, e.ID, 1, worker)
+	for range 2 {
+		var young []string
+		for _, id := range livePilotIDs(fx.record(e)) {
+			if id != worker {
+				young = append(young, id)
+				m.start(id)
+			}
+		}
+		fx.now = fx.now.Add(time.Second)
+		m.round(t, fx.in, x)
+		for _, id := range young {
+			m.end(id, "exit")
+		}
+		fx.now = fx.now.Add(time.Second)
+		m.round(t, fx.in, x)
+	}
+	if r := fx.record(e); !x.holding(r.DirName(), fx.now) || r.PilotTrouble == "" {
+		t.Errorf("4 dead starts on n1 and n2 while an older pilot works on n3: held %v, trouble %q: want held",
+			x.holding(r.DirName(), fx.now), r.PilotTrouble)
+	}
+}
+
+// A pilot that ends at once while no task waits (others hold them all)
+// had nothing to run: not a dead start (glean cancels such a surplus
+// pilot; had it not, no task waited).
+func TestDeadStartNotWhenNothingWaits(t *testing.T) {
+	fx, m, x := newRound(t, 2, policy.DefaultConfig())
+	e := fx.submit(t, 2, nil)
+	m.round(t, fx.in, x)
+	ids := livePilotIDs(fx.record(e))
+	if len(ids) != 2 {
+		t.Fatalf("pilots %v, want 2", ids)
+	}
+	for _, id := range ids {
+		m.start(id)
+	}
+	w, err := fx.s.OpenWork(fx.uid, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 2 {
+		if _, err := w.Take(e.TaskIndices(), spool.Lease{Attempt: fmt.Sprintf("w%d", k), Pilot: ids[0], Node: "n1", Started: fx.now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	if r := fx.record(e); r.Tasks.Pending != 0 {
+		t.Fatalf("tasks %+v: want none waiting", r.Tasks)
+	}
+	m.end(ids[1], "done")
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	if d, n := x.deadStarts[fx.record(e).DirName()], len(x.deadNodes); d != nil || n != 0 {
+		t.Errorf("run %+v, %d node runs: want none", d, n)
 	}
 }

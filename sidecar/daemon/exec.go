@@ -82,7 +82,7 @@ type Executor struct {
 	// task, and the hold on new ones (deadstart.go). Kept in memory only:
 	// a restart or a reload (the admin fixed something) tries again at once.
 	deadStarts map[string]*deadStart
-	deadNodes  map[string]*deadStart // by node, over all jobs
+	deadNodes  map[ownerNode]*deadStart // by owner and node, over the owner's jobs
 }
 
 // NewExecutor returns an executor over the intake's records.
@@ -91,7 +91,7 @@ func NewExecutor(opt ExecOptions, in *Intake, records *spool.Records, act Actor,
 		opt.MaxAttempts = 20
 	}
 	return &Executor{opt: opt, in: in, records: records, act: act, base: act, snap: snap, log: log, books: map[string]*book{}, profiled: map[string]bool{},
-		deadStarts: map[string]*deadStart{}, deadNodes: map[string]*deadStart{}}
+		deadStarts: map[string]*deadStart{}, deadNodes: map[ownerNode]*deadStart{}}
 }
 
 // slowCall: a privileged call that failed after this long met a Slurm
@@ -436,7 +436,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		if x.pilotsSeen(now, r, snap, jobs, busy, &pst) {
 			changed[n] = true
 		}
-		if x.watchStarts(now, r, b, busy) {
+		if x.watchStarts(now, r, b, busy, jobs) {
 			changed[n] = true
 		}
 		total := r.Entry.Tasks
@@ -511,7 +511,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		}
 		ej := policy.ElasticJob{ID: n, Mode: mode, Submit: r.Submitted, TasksPending: counts.Pending,
 			TasksRunning: running, TaskTime: taskTime, Owner: strconv.Itoa(r.UID), Budgeted: budgeted, BudgetLeft: left, Deadline: r.Entry.Deadline,
-			HoldPilots: x.holding(n, now)}
+			HoldPilots: x.holding(n, now), HeldNodes: x.heldNodes(r.UID, now)}
 		if ej.HoldPilots {
 			st.Held++
 		}
@@ -528,8 +528,7 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		}
 	}
 	notYet(snap, started)
-	pst.HeldNodes = x.heldNodes(now)
-	st.HeldNodes = len(pst.HeldNodes)
+	st.HeldNodes = x.heldNodeCount(now)
 	// FIFO among elastic jobs, deadlines first among an owner's own.
 	policy.Order(pst.Jobs)
 

@@ -41,10 +41,11 @@ type slurmModel struct {
 }
 
 type modelPilot struct {
-	node    string
-	state   string // PENDING, RUNNING, CANCELLED
-	submit  time.Time
-	comment string
+	node       string
+	state      string // PENDING, RUNNING, CANCELLED, COMPLETED, FAILED
+	submit     time.Time
+	start, end time.Time
+	comment    string
 }
 
 var (
@@ -109,15 +110,15 @@ func (m *slurmModel) squeue(argv []string) []byte {
 		}
 		return strconv.FormatInt(t.Unix(), 10)
 	}
-	lineS := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit, start time.Time, prio string) {
-		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", epoch(submit, "0"), epoch(start, "N/A"), "N/A", prio, user, name, comment}
+	lineSE := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit, start, end time.Time, prio string) {
+		f := []string{id, array, "N/A", state, reason, part, n, nodes, "(null)", "UNLIMITED", epoch(submit, "0"), epoch(start, "N/A"), epoch(end, "N/A"), prio, user, name, comment}
 		b.WriteString(strings.Join(f, "\x1f") + "\x1d" + seal + "\x1e\n")
+	}
+	lineS := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit, start time.Time, prio string) {
+		lineSE(id, array, state, reason, part, n, nodes, user, name, comment, submit, start, time.Time{}, prio)
 	}
 	lineN := func(id, array, state, reason, part, n, nodes, user, name, comment string, submit time.Time, prio string) {
 		lineS(id, array, state, reason, part, n, nodes, user, name, comment, submit, time.Time{}, prio)
-	}
-	line := func(id, array, state, reason, part, nodes, user, name, comment string, submit time.Time) {
-		lineN(id, array, state, reason, part, "1", nodes, user, name, comment, submit, "100")
 	}
 	for _, id := range slices.Sorted(maps.Keys(m.regular)) {
 		lineN(id, "N/A", "PENDING", "Resources", "batch", strconv.Itoa(m.regular[id]), "", "root", "big", "", m.fx.now, "100000")
@@ -136,10 +137,10 @@ func (m *slurmModel) squeue(argv []string) []byte {
 	for _, id := range slices.Sorted(maps.Keys(m.pilots)) {
 		p := m.pilots[id]
 		nodes, reason := "", "Priority"
-		if p.state == "RUNNING" {
+		if p.state != "PENDING" {
 			nodes, reason = p.node, "None"
 		}
-		line(id, "N/A", p.state, reason, "pilot", nodes, m.fx.user, "glean-pilot", p.comment, p.submit)
+		lineSE(id, "N/A", p.state, reason, "pilot", "1", nodes, m.fx.user, "glean-pilot", p.comment, p.submit, p.start, p.end, "100")
 	}
 	return []byte(b.String())
 }
@@ -177,11 +178,25 @@ func (m *slurmModel) SubmitPilots(_ context.Context, record string, intents []sp
 	return ids, nil
 }
 
+// end ends a pilot at the test's now: how "" cancels it, "pending" only
+// if it is pending; "exit" and "done" are its agent exiting by itself
+// with an error or 0 (FAILED, COMPLETED).
 func (m *slurmModel) end(id, how string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if p := m.pilots[id]; p != nil && (how != "pending" || p.state == "PENDING") {
-		p.state = "CANCELLED"
+	p := m.pilots[id]
+	if p == nil || how == "pending" && p.state != "PENDING" {
+		return
+	}
+	p.state, p.end = "CANCELLED", m.fx.now
+	switch how {
+	case "exit":
+		p.state = "FAILED"
+	case "done":
+		p.state = "COMPLETED"
+	}
+	if p.start.IsZero() {
+		p.start = p.end // as squeue shows a job cancelled while pending
 	}
 }
 
@@ -228,7 +243,7 @@ func (m *slurmModel) start(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.pilots[id]; p != nil && p.state == "PENDING" {
-		p.state = "RUNNING"
+		p.state, p.start = "RUNNING", m.fx.now
 	}
 }
 

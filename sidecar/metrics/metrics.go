@@ -50,7 +50,7 @@ func NewDaemon() *Daemon {
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "glean_jobs_pilots_held",
 			Help: "Active elastic jobs whose new pilots gleand holds back: their last pilots ended without running a task."}),
 		heldNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "glean_nodes_pilots_held",
-			Help: "Nodes on which gleand submits no new pilot: its last pilots there ended without running a task."}),
+			Help: "Nodes on which gleand submits no new pilot of some owner's jobs: that owner's last pilots there died at start."}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "glean_jobs_ended_total", Help: "Elastic jobs that ended, by how."}, []string{"how"}),
 	}
 	// Every label value from the start, so that rates work from the

@@ -96,6 +96,10 @@ type ElasticJob struct {
 	// simulator never sets it; like Budgeted, a caller that skips rounds
 	// must compare it.)
 	HoldPilots bool
+	// HeldNodes are nodes on which the job gets no new pilot: gleand holds
+	// them back from its owner's jobs, their last pilots there died at
+	// start.
+	HeldNodes []string
 }
 
 // withinBudget is limit (cluster.Unlimited included) cut to what is left
@@ -118,9 +122,6 @@ type State struct {
 	// Started: a pilot started since the last round (a success resets
 	// the misses, as in the thesis).
 	Started bool
-	// HeldNodes are nodes on which no new pilot is submitted: gleand
-	// holds them back, its last pilots there died at start.
-	HeldNodes []string
 	// BFInterval is one scheduling cycle, the base pending timeout; 0:
 	// the snapshot's bf_interval, else Config.PendingTimeout.
 	BFInterval time.Duration
@@ -878,21 +879,12 @@ func (d *decider) submit() {
 		return
 	}
 	part := d.s.Partition(d.win.Partition)
-	var held map[int]bool
-	for _, n := range d.st.HeldNodes {
-		if i, ok := d.nodeIdx[n]; ok {
-			if held == nil {
-				held = map[int]bool{}
-			}
-			held[i] = true
-		}
-	}
 
 	// Window candidates (Fair, Scavenger): free for a while, not taken by a
 	// pending job that starts now, not held by or promised to a pilot.
 	var cands []candidate
 	for i := range d.s.Nodes {
-		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] && !held[i] {
+		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
 			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor, &d.win.Nodes[wi]})
 		}
 	}
@@ -914,7 +906,7 @@ func (d *decider) submit() {
 	}
 	if thesisTake {
 		for i := range d.s.Nodes {
-			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] && !held[i] {
+			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
 				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor, &d.win.Nodes[d.wAt[i]]})
 			}
 		}
@@ -933,6 +925,7 @@ func (d *decider) submit() {
 			continue
 		}
 		minTL := d.cfg.ShortestPilot(j.TaskTime)
+		heldHere := d.heldNodes(j)
 		pending, idle := d.idleSlots(j.ID)
 		want := j.TasksPending - len(pending) - len(idle)
 		d.uncovered[ji] = max(want, 0) // less what is submitted below
@@ -960,7 +953,7 @@ func (d *decider) submit() {
 				if want <= 0 || budget <= 0 || ctl < minTL {
 					break
 				}
-				if taken[c.i] {
+				if taken[c.i] || heldHere[c.i] {
 					continue
 				}
 				spent += ctl
@@ -980,7 +973,7 @@ func (d *decider) submit() {
 			if len(picked) == min(want, budget) {
 				break
 			}
-			if !taken[c.i] && d.limitFits(c.w, minTL) {
+			if !taken[c.i] && !heldHere[c.i] && d.limitFits(c.w, minTL) {
 				picked = append(picked, c)
 			}
 		}
@@ -1015,6 +1008,20 @@ func (d *decider) submit() {
 				Reason: "window " + FormatDuration(c.window) + ", work " + FormatDuration(workCap)})
 		}
 	}
+}
+
+// heldNodes is j.HeldNodes as a set of node indices (nil: none).
+func (d *decider) heldNodes(j *ElasticJob) map[int]bool {
+	var held map[int]bool
+	for _, n := range j.HeldNodes {
+		if i, ok := d.nodeIdx[n]; ok {
+			if held == nil {
+				held = map[int]bool{}
+			}
+			held[i] = true
+		}
+	}
+	return held
 }
 
 func roundUpMinute(d time.Duration) time.Duration {

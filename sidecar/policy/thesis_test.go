@@ -115,6 +115,9 @@ func TestDecideThesis(t *testing.T) {
 				return st
 			}(),
 			want: []Action{sub("C", "n21", 3*time.Hour+time.Minute)}},
+		{name: "Case 1 with nodes held back from the job (pilots died at start there): the others", snap: case1(unl, 100),
+			st:   func() State { st := c1(100); st.Jobs[0].HeldNodes = []string{"n22", "n24"}; return st }(),
+			want: takeAll("C", unl, "n21", "n23")},
 		{name: "Case 1 within MaxPendingPilots", snap: case1(unl, 100), st: c1(100),
 			cfg: func(c *Config) { c.MaxPendingPilots = 3 }, want: takeAll("C", unl, "n21", "n22", "n23")},
 		tc("3.3.2 a round later: t21 is in its grace (Leaving): its node counts as idle, J4 fits, no second release", thesisCluster{},
@@ -347,7 +350,7 @@ func TestDecideFIFO(t *testing.T) {
 		{name: "a job whose pilots are held back gets none on idle nodes",
 			snap: s(nil), st: State{Jobs: held(jobs("", Scavenger)[:1])}},
 		{name: "no pilot on a node gleand holds back",
-			snap: s(nil), st: State{Jobs: jobs("", Scavenger)[:1], HeldNodes: []string{"n1", "nX"}},
+			snap: s(nil), st: State{Jobs: heldOn(jobs("", Scavenger)[:1], "n1", "nX")},
 			want: []Action{{Kind: SubmitPilot, Cause: CauseHarvest, Job: "early", Node: "n2", TimeLimit: 5 * time.Minute},
 				{Kind: SubmitPilot, Cause: CauseHarvest, Job: "early", Node: "n3", TimeLimit: 5 * time.Minute}}},
 		{name: "(without the hold: it does)",
@@ -355,6 +358,12 @@ func TestDecideFIFO(t *testing.T) {
 			want: []Action{{Kind: SubmitPilot, Cause: CauseHarvest, Job: "early", Node: "n1", TimeLimit: 5 * time.Minute},
 				{Kind: SubmitPilot, Cause: CauseHarvest, Job: "early", Node: "n2", TimeLimit: 5 * time.Minute}}},
 	})
+}
+
+// heldOn is jobs with nodes held back from the first one.
+func heldOn(jobs []ElasticJob, nodes ...string) []ElasticJob {
+	jobs[0].HeldNodes = nodes
+	return jobs
 }
 
 // held is jobs with the first one's pilots held back.

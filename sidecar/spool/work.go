@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -808,23 +809,25 @@ func lastErrorLine(dir *os.File, name string, uid int) (string, error) {
 	lines := strings.Split(string(buf[:n]), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.Contains(lines[i], "level=ERROR") {
-			return oneLine(lines[i], 300), nil
+			return OneLine(lines[i], 300), nil
 		}
 	}
 	return "", nil
 }
 
-// oneLine is s as one printable line of at most limit bytes (someone
-// else's text shown to an admin: no control characters, valid UTF-8).
-func oneLine(s string, limit int) string {
+// OneLine is s (someone else's text, shown to a user or an admin) as one
+// line of at most max bytes: valid UTF-8, control characters (C0, DEL,
+// C1) and format characters (bidirectional overrides, zero-width ones)
+// blanked, so that it can neither move the cursor nor disguise itself.
+func OneLine(s string, max int) string {
 	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return ' '
 		}
 		return r
 	}, strings.ToValidUTF8(s, "?"))
-	if len(s) > limit {
-		s = strings.ToValidUTF8(s[:limit], "") + "..."
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max-3], "") + "..."
 	}
 	return s
 }

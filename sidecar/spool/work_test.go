@@ -146,3 +146,27 @@ func TestLastAgentError(t *testing.T) {
 		t.Error("a pilot id that is not a job id was read")
 	}
 }
+
+// OneLine blanks what could move a terminal's cursor or disguise text:
+// C0 and C1 controls, DEL, bidirectional overrides, zero-width
+// characters; it cuts on a character boundary.
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain text", 40, "plain text"},
+		{"a\nb\tc\x1b[2Jd\x7f", 40, "a b c [2Jd "},
+		{"csi\u009b31m", 40, "csi 31m"},
+		{"evil\u202etxt.exe", 40, "evil txt.exe"},
+		{"zero\u200bwidth", 40, "zero width"},
+		{"bad\xffutf8", 40, "bad?utf8"},
+		{"ééééé", 8, "éé..."}, // 10 bytes: cut to 5, not inside the third é
+		{"abcdefghij", 8, "abcde..."},
+	} {
+		if got := OneLine(tc.in, tc.max); got != tc.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
