@@ -292,7 +292,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	}
 	for _, i := range ps.all {
 		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
-			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i])}
+			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i]), mv: d.sc.nodes[i].claimMoves}
 		}
 	}
 	// Idle nodes first, shortest window first (claimants take what pilots
@@ -504,7 +504,8 @@ func (d *decider) anyWindowFit(p *pool, r int, end mtime) bool {
 
 // rankClaim is a reservation: its start in Unix nanoseconds (0: none) and
 // the claimant's rank in pend (-1: unknown, which outranks everyone); mv:
-// the start moves with the clock (rule B's earlier start).
+// the start moves with the clock (rule B's earlier start, or the EASY shadow's
+// claim at now).
 type rankClaim struct {
 	until int64
 	rank  int
@@ -578,13 +579,14 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		// too. (A lower one's reservation cannot delay j.)
 		if wi := d.wAt[i]; wi >= 0 && !d.win.Nodes[wi].Until.IsZero() {
 			w := &d.win.Nodes[wi]
+			until := mtime{t: ns(w.Until), mv: d.sc.nodes[i].claimMoves} // the EASY shadow's at now moves
 			cr := d.claimRank(wi)
 			known := cr >= 0
-			if (!known || cr < r) && w.Until.Before(j.Start) && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
+			if (!known || cr < r) && d.cmpM(until, fixed(j.Start)) < 0 && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
 				if !known {
 					return
 				}
-				qe := d.maxM(fixed(w.Until), d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
+				qe := d.maxM(until, d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
 				if qe.never() {
 					return
 				}
