@@ -78,8 +78,12 @@ func (d *decider) giveWay() {
 	for pi, n := range needs {
 		pis = append(pis, piNeed{pi, n})
 	}
-	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once:
-	// what it notes is noted the first time.
+	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once.
+	// The order is only the order of the actions: what the loop below
+	// does with a pilot depends on that pilot alone, and a decision that
+	// acts holds only at now. So an empty decision holds whatever the
+	// order, and the sort notes nothing in the hold (its comparisons of
+	// needs and task ends would end it early); the loop notes its own.
 	d.sc.lossH = reuse(d.sc.lossH, len(d.st.Pilots))
 	lossH := d.sc.lossH
 	losslessH := func(pi int) bool {
@@ -91,12 +95,15 @@ func (d *decider) giveWay() {
 		}
 		return lossH[pi] == 2
 	}
+	h := d.h
+	d.h = nil
 	slices.SortFunc(pis, func(a, b piNeed) int {
 		if c := d.cmpM(a.n.by, b.n.by); c != 0 {
 			return c
 		}
 		return d.giveOrderOf(a.pi, b.pi, losslessH(a.pi), losslessH(b.pi))
 	})
+	d.h = h
 	for _, pn := range pis {
 		pi, n := pn.pi, pn.n
 		p := &d.st.Pilots[pi]
