@@ -574,8 +574,16 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		return
 	}
 	t := d.nowPlus(0)
+	start := fixed(j.Start)
 	for _, i := range idx {
 		if i < 0 {
+			return
+		}
+		// t only grows: once it is too late (the test after the loop),
+		// the other nodes cannot change that. An empty decision holds
+		// by what this path compared, as it would by the whole loop's.
+		if late := t.add(d.cfg.Grace); late.t >= start.t {
+			d.cmpM(late, start) // noted as the test after the loop would
 			return
 		}
 		a, free := d.avail(i, owner)
@@ -602,7 +610,7 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		}
 		t = d.maxM(t, a)
 	}
-	if d.cmpM(t.add(d.cfg.Grace), fixed(j.Start)) >= 0 {
+	if d.cmpM(t.add(d.cfg.Grace), start) >= 0 {
 		return
 	}
 	for _, i := range idx {
