@@ -239,6 +239,36 @@ type pools struct {
 	all   []int
 	byKey map[string]*pool
 	list  []*pool
+	// all is the free nodes first (sorted), then from split on the
+	// pilots' nodes, sorted only once a claimant would take one of them
+	// (sortPilots): until then their order reads nothing.
+	split  int
+	sorted bool
+}
+
+// sortPilots puts the pilots' nodes in all, and in every pool made so
+// far, in the order claimants take them.
+func (ps *pools) sortPilots() {
+	if ps.sorted {
+		return
+	}
+	ps.sorted = true
+	d, sc := ps.d, ps.d.sc
+	// Each pilot's task start, read once (taskStart, whose read of the
+	// task ends the comparisons note in pilotOrder as it would be).
+	for _, i := range ps.all[ps.split:] {
+		pi := sc.aGiver[i]
+		sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
+	}
+	slices.SortFunc(ps.all[ps.split:], d.pilotNodeCmp)
+	for _, p := range ps.list { // as pools.of made them, in the new order
+		p.nodes = p.nodes[:0]
+		for _, i := range ps.all {
+			if d.inAny(i, p.parts) {
+				p.nodes = append(p.nodes, i)
+			}
+		}
+	}
 }
 
 func (ps *pools) of(j *cluster.Job) *pool {
@@ -261,6 +291,39 @@ func (ps *pools) of(j *cluster.Job) *pool {
 	ps.byKey[j.Partition] = p
 	ps.list = append(ps.list, p)
 	return p
+}
+
+// pilotNodeCmp orders pilots' nodes for rule A by giveOrder of their
+// pilots (giveOrderOf with each pilot's lossless(pi, now + Grace) asked
+// once, and taskStartOf from sortPilots), noting in d.pilotOrder.
+func (d *decider) pilotNodeCmp(a, b int) int {
+	sc := d.sc
+	pa, pb := sc.aGiver[a], sc.aGiver[b]
+	la, lb := d.lossOnce(pa), d.lossOnce(pb)
+	var sa, sb int64
+	if !la && !lb {
+		if sc.aRead[pa] || sc.aRead[pb] {
+			d.pilotOrder.readTaskEnds()
+		}
+		sa, sb = sc.aStart[pa], sc.aStart[pb]
+	}
+	return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
+}
+
+// lossOnce is lossless(pi, now + Grace), noted in d.pilotOrder the first
+// time it is asked in a decision: a second call would note the same.
+func (d *decider) lossOnce(pi int) bool {
+	loss := d.sc.loss
+	if loss[pi] == 0 {
+		h := d.h
+		d.h = d.pilotOrder
+		loss[pi] = 1
+		if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+			loss[pi] = 2
+		}
+		d.h = h
+	}
+	return loss[pi] == 2
 }
 
 // take marks node i taken in every pool.
@@ -305,26 +368,14 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	// Idle nodes first, shortest window first (claimants take what pilots
 	// would get least of), then pilots' nodes in cancel order. The order
 	// among the pilots matters only if a claimant takes a pilot's node
-	// (startNow): until then what it read is kept aside in d.pilotOrder.
+	// (startNow): they are sorted only then (pools.sortPilots), and what
+	// that sort read is kept aside in d.pilotOrder until a node is taken.
 	if d.h != nil {
 		d.pilotOrder = newTracker(d.now)
 	}
-	// lossless(pi, now + Grace) of each pilot the sort compares, noted in
-	// pilotOrder the first time: a second call would note the same.
-	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots))
-	loss := d.sc.loss
-	noteLoss := func(pi int) {
-		h := d.h
-		d.h = d.pilotOrder
-		loss[pi] = 1
-		if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
-			loss[pi] = 2
-		}
-		d.h = h
-	}
+	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots)) // lossOnce's
 	// What the comparisons read, looked up once: each node's giver and
-	// whether its window moves; each pilot's task start (taskStart,
-	// whose read of the task ends is noted in pilotOrder as it would be).
+	// whether its window moves (the pilots' task starts: sortPilots).
 	sc := d.sc
 	sc.aGiver, sc.aMoves = reuse(sc.aGiver, len(d.s.Nodes)), reuse(sc.aMoves, len(d.s.Nodes))
 	sc.aStart, sc.aRead = reuse(sc.aStart, len(d.st.Pilots)), reuse(sc.aRead, len(d.st.Pilots))
@@ -333,40 +384,28 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		sc.aGiver[i] = pi
 		if pi < 0 {
 			sc.aMoves[i] = d.winMoves(&d.win.Nodes[d.wAt[i]])
-		} else {
-			sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
 		}
 	}
-	slices.SortFunc(ps.all, func(a, b int) int {
-		pa, pb := sc.aGiver[a], sc.aGiver[b]
-		switch {
-		case pa < 0 && pb < 0:
-			if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
-				return c
-			}
-			return d.names.cmp(a, b, nil)
-		case pa < 0:
-			return -1
-		case pb < 0:
-			return 1
+	// The free nodes (no giver) first, then the pilots' nodes. No two
+	// nodes compare equal (names and pilot IDs are unique), so sorting
+	// the two parts apart gives the order a sort of the whole did.
+	free := sc.aFree[:0]
+	pilots := sc.aPilots[:0]
+	for _, i := range ps.all {
+		if sc.aGiver[i] < 0 {
+			free = append(free, i)
+		} else {
+			pilots = append(pilots, i)
 		}
-		// giveOrderOf(pa, pb, lossless(pa, now + Grace), lossless(pb, ...)),
-		// its notes in pilotOrder.
-		if loss[pa] == 0 {
-			noteLoss(pa)
+	}
+	ps.all = append(append(ps.all[:0], free...), pilots...)
+	sc.aFree, sc.aPilots = free, pilots
+	ps.split = len(free)
+	slices.SortFunc(ps.all[:ps.split], func(a, b int) int {
+		if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
+			return c
 		}
-		if loss[pb] == 0 {
-			noteLoss(pb)
-		}
-		la, lb := loss[pa] == 2, loss[pb] == 2
-		var sa, sb int64
-		if !la && !lb {
-			if sc.aRead[pa] || sc.aRead[pb] {
-				d.pilotOrder.readTaskEnds()
-			}
-			sa, sb = sc.aStart[pa], sc.aStart[pb]
-		}
-		return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
+		return d.names.cmp(a, b, nil)
 	})
 	chosen := d.sc.chosen[:0]
 	defer func() { d.sc.chosen = chosen }()
@@ -400,21 +439,30 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 		if p.left < need {
 			break
 		}
+	scan:
 		chosen = chosen[:0]
+		pilots := false
 		for _, i := range p.nodes {
 			if d.consumed[i] || !d.fitsClaim(i, r, end) {
 				continue
 			}
-			if pi := d.giver(i); pi >= 0 && (soon || !d.gives(pi, owner)) {
+			pi := d.giver(i)
+			if pi >= 0 && (soon || !d.gives(pi, owner)) {
 				continue
 			}
+			pilots = pilots || pi >= 0
 			chosen = append(chosen, i)
 			if len(chosen) == need {
 				break
 			}
 		}
 		if len(chosen) < need {
-			break
+			break // whatever the pilots' order: the scan saw every node
+		}
+		if pilots && !ps.sorted {
+			// It takes pilots' nodes: which ones hangs on their order.
+			ps.sortPilots()
+			goto scan
 		}
 		d.started[j.ID] = true
 		d.startedRank[r] = true
