@@ -18,6 +18,7 @@ type scratch struct {
 	nodeNames []string
 	names     nodeNames
 	started   map[string]bool
+	acts      []Action // the decision's actions as emitted (decider.result)
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
