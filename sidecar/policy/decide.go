@@ -314,7 +314,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		sc = new(scratch)
 	}
 	d := &sc.dec
-	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc}
+	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc, acts: sc.acts[:0]}
 	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
 	sc.started = reuseMap(sc.started)
 	d.jobIdx, d.baseOf, d.pilotIdx, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.started

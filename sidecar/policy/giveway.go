@@ -78,8 +78,12 @@ func (d *decider) giveWay() {
 	for pi, n := range needs {
 		pis = append(pis, piNeed{pi, n})
 	}
-	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once:
-	// what it notes is noted the first time.
+	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once.
+	// The order is only the order of the actions: what the loop below
+	// does with a pilot depends on that pilot alone, and a decision that
+	// acts holds only at now. So an empty decision holds whatever the
+	// order, and the sort notes nothing in the hold (its comparisons of
+	// needs and task ends would end it early); the loop notes its own.
 	d.sc.lossH = reuse(d.sc.lossH, len(d.st.Pilots))
 	lossH := d.sc.lossH
 	losslessH := func(pi int) bool {
@@ -91,12 +95,15 @@ func (d *decider) giveWay() {
 		}
 		return lossH[pi] == 2
 	}
+	h := d.h
+	d.h = nil
 	slices.SortFunc(pis, func(a, b piNeed) int {
 		if c := d.cmpM(a.n.by, b.n.by); c != 0 {
 			return c
 		}
 		return d.giveOrderOf(a.pi, b.pi, losslessH(a.pi), losslessH(b.pi))
 	})
+	d.h = h
 	for _, pn := range pis {
 		pi, n := pn.pi, pn.n
 		p := &d.st.Pilots[pi]
@@ -232,6 +239,36 @@ type pools struct {
 	all   []int
 	byKey map[string]*pool
 	list  []*pool
+	// all is the free nodes first (sorted), then from split on the
+	// pilots' nodes, sorted only once a claimant would take one of them
+	// (sortPilots): until then their order reads nothing.
+	split  int
+	sorted bool
+}
+
+// sortPilots puts the pilots' nodes in all, and in every pool made so
+// far, in the order claimants take them.
+func (ps *pools) sortPilots() {
+	if ps.sorted {
+		return
+	}
+	ps.sorted = true
+	d, sc := ps.d, ps.d.sc
+	// Each pilot's task start, read once (taskStart, whose read of the
+	// task ends the comparisons note in pilotOrder as it would be).
+	for _, i := range ps.all[ps.split:] {
+		pi := sc.aGiver[i]
+		sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
+	}
+	slices.SortFunc(ps.all[ps.split:], d.pilotNodeCmp)
+	for _, p := range ps.list { // as pools.of made them, in the new order
+		p.nodes = p.nodes[:0]
+		for _, i := range ps.all {
+			if d.inAny(i, p.parts) {
+				p.nodes = append(p.nodes, i)
+			}
+		}
+	}
 }
 
 func (ps *pools) of(j *cluster.Job) *pool {
@@ -254,6 +291,39 @@ func (ps *pools) of(j *cluster.Job) *pool {
 	ps.byKey[j.Partition] = p
 	ps.list = append(ps.list, p)
 	return p
+}
+
+// pilotNodeCmp orders pilots' nodes for rule A by giveOrder of their
+// pilots (giveOrderOf with each pilot's lossless(pi, now + Grace) asked
+// once, and taskStartOf from sortPilots), noting in d.pilotOrder.
+func (d *decider) pilotNodeCmp(a, b int) int {
+	sc := d.sc
+	pa, pb := sc.aGiver[a], sc.aGiver[b]
+	la, lb := d.lossOnce(pa), d.lossOnce(pb)
+	var sa, sb int64
+	if !la && !lb {
+		if sc.aRead[pa] || sc.aRead[pb] {
+			d.pilotOrder.readTaskEnds()
+		}
+		sa, sb = sc.aStart[pa], sc.aStart[pb]
+	}
+	return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
+}
+
+// lossOnce is lossless(pi, now + Grace), noted in d.pilotOrder the first
+// time it is asked in a decision: a second call would note the same.
+func (d *decider) lossOnce(pi int) bool {
+	loss := d.sc.loss
+	if loss[pi] == 0 {
+		h := d.h
+		d.h = d.pilotOrder
+		loss[pi] = 1
+		if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
+			loss[pi] = 2
+		}
+		d.h = h
+	}
+	return loss[pi] == 2
 }
 
 // take marks node i taken in every pool.
@@ -292,32 +362,20 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	}
 	for _, i := range ps.all {
 		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
-			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i])}
+			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i]), mv: d.sc.nodes[i].claimMoves}
 		}
 	}
 	// Idle nodes first, shortest window first (claimants take what pilots
 	// would get least of), then pilots' nodes in cancel order. The order
 	// among the pilots matters only if a claimant takes a pilot's node
-	// (startNow): until then what it read is kept aside in d.pilotOrder.
+	// (startNow): they are sorted only then (pools.sortPilots), and what
+	// that sort read is kept aside in d.pilotOrder until a node is taken.
 	if d.h != nil {
 		d.pilotOrder = newTracker(d.now)
 	}
-	// lossless(pi, now + Grace) of each pilot the sort compares, noted in
-	// pilotOrder the first time: a second call would note the same.
-	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots))
-	loss := d.sc.loss
-	noteLoss := func(pi int) {
-		h := d.h
-		d.h = d.pilotOrder
-		loss[pi] = 1
-		if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
-			loss[pi] = 2
-		}
-		d.h = h
-	}
+	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots)) // lossOnce's
 	// What the comparisons read, looked up once: each node's giver and
-	// whether its window moves; each pilot's task start (taskStart,
-	// whose read of the task ends is noted in pilotOrder as it would be).
+	// whether its window moves (the pilots' task starts: sortPilots).
 	sc := d.sc
 	sc.aGiver, sc.aMoves = reuse(sc.aGiver, len(d.s.Nodes)), reuse(sc.aMoves, len(d.s.Nodes))
 	sc.aStart, sc.aRead = reuse(sc.aStart, len(d.st.Pilots)), reuse(sc.aRead, len(d.st.Pilots))
@@ -326,40 +384,28 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		sc.aGiver[i] = pi
 		if pi < 0 {
 			sc.aMoves[i] = d.winMoves(&d.win.Nodes[d.wAt[i]])
-		} else {
-			sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
 		}
 	}
-	slices.SortFunc(ps.all, func(a, b int) int {
-		pa, pb := sc.aGiver[a], sc.aGiver[b]
-		switch {
-		case pa < 0 && pb < 0:
-			if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
-				return c
-			}
-			return d.names.cmp(a, b, nil)
-		case pa < 0:
-			return -1
-		case pb < 0:
-			return 1
+	// The free nodes (no giver) first, then the pilots' nodes. No two
+	// nodes compare equal (names and pilot IDs are unique), so sorting
+	// the two parts apart gives the order a sort of the whole did.
+	free := sc.aFree[:0]
+	pilots := sc.aPilots[:0]
+	for _, i := range ps.all {
+		if sc.aGiver[i] < 0 {
+			free = append(free, i)
+		} else {
+			pilots = append(pilots, i)
 		}
-		// giveOrderOf(pa, pb, lossless(pa, now + Grace), lossless(pb, ...)),
-		// its notes in pilotOrder.
-		if loss[pa] == 0 {
-			noteLoss(pa)
+	}
+	ps.all = append(append(ps.all[:0], free...), pilots...)
+	sc.aFree, sc.aPilots = free, pilots
+	ps.split = len(free)
+	slices.SortFunc(ps.all[:ps.split], func(a, b int) int {
+		if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
+			return c
 		}
-		if loss[pb] == 0 {
-			noteLoss(pb)
-		}
-		la, lb := loss[pa] == 2, loss[pb] == 2
-		var sa, sb int64
-		if !la && !lb {
-			if sc.aRead[pa] || sc.aRead[pb] {
-				d.pilotOrder.readTaskEnds()
-			}
-			sa, sb = sc.aStart[pa], sc.aStart[pb]
-		}
-		return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
+		return d.names.cmp(a, b, nil)
 	})
 	chosen := d.sc.chosen[:0]
 	defer func() { d.sc.chosen = chosen }()
@@ -393,21 +439,30 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 		if p.left < need {
 			break
 		}
+	scan:
 		chosen = chosen[:0]
+		pilots := false
 		for _, i := range p.nodes {
 			if d.consumed[i] || !d.fitsClaim(i, r, end) {
 				continue
 			}
-			if pi := d.giver(i); pi >= 0 && (soon || !d.gives(pi, owner)) {
+			pi := d.giver(i)
+			if pi >= 0 && (soon || !d.gives(pi, owner)) {
 				continue
 			}
+			pilots = pilots || pi >= 0
 			chosen = append(chosen, i)
 			if len(chosen) == need {
 				break
 			}
 		}
 		if len(chosen) < need {
-			break
+			break // whatever the pilots' order: the scan saw every node
+		}
+		if pilots && !ps.sorted {
+			// It takes pilots' nodes: which ones hangs on their order.
+			ps.sortPilots()
+			goto scan
 		}
 		d.started[j.ID] = true
 		d.startedRank[r] = true
@@ -504,7 +559,8 @@ func (d *decider) anyWindowFit(p *pool, r int, end mtime) bool {
 
 // rankClaim is a reservation: its start in Unix nanoseconds (0: none) and
 // the claimant's rank in pend (-1: unknown, which outranks everyone); mv:
-// the start moves with the clock (rule B's earlier start).
+// the start moves with the clock (rule B's earlier start, or the EASY shadow's
+// claim at now).
 type rankClaim struct {
 	until int64
 	rank  int
@@ -566,8 +622,16 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		return
 	}
 	t := d.nowPlus(0)
+	start := fixed(j.Start)
 	for _, i := range idx {
 		if i < 0 {
+			return
+		}
+		// t only grows: once it is too late (the test after the loop),
+		// the other nodes cannot change that. An empty decision holds
+		// by what this path compared, as it would by the whole loop's.
+		if late := t.add(d.cfg.Grace); late.t >= start.t {
+			d.cmpM(late, start) // noted as the test after the loop would
 			return
 		}
 		a, free := d.avail(i, owner)
@@ -578,13 +642,14 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		// too. (A lower one's reservation cannot delay j.)
 		if wi := d.wAt[i]; wi >= 0 && !d.win.Nodes[wi].Until.IsZero() {
 			w := &d.win.Nodes[wi]
+			until := mtime{t: ns(w.Until), mv: d.sc.nodes[i].claimMoves} // the EASY shadow's at now moves
 			cr := d.claimRank(wi)
 			known := cr >= 0
-			if (!known || cr < r) && w.Until.Before(j.Start) && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
+			if (!known || cr < r) && d.cmpM(until, fixed(j.Start)) < 0 && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
 				if !known {
 					return
 				}
-				qe := d.maxM(fixed(w.Until), d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
+				qe := d.maxM(until, d.nowPlus(0)).add(d.timeLimit(&d.s.Jobs[d.pend[cr]]))
 				if qe.never() {
 					return
 				}
@@ -593,7 +658,7 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		}
 		t = d.maxM(t, a)
 	}
-	if d.cmpM(t.add(d.cfg.Grace), fixed(j.Start)) >= 0 {
+	if d.cmpM(t.add(d.cfg.Grace), start) >= 0 {
 		return
 	}
 	for _, i := range idx {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
@@ -61,14 +62,28 @@ func decide(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool
 		d.submit()
 		d.fifo()
 	}
-	if len(d.acts) > 0 || d.h == nil {
-		return d.acts, Hold{Until: now, TaskEnds: true}
+	acts := d.result()
+	if len(acts) > 0 || d.h == nil {
+		return acts, Hold{Until: now, TaskEnds: true}
 	}
 	h := Hold{TaskEnds: d.h.taskEnds}
 	if d.h.set {
 		h.Until = d.timeOf(d.h.until)
 	}
-	return d.acts, h
+	return acts, h
+}
+
+// result is the decision's actions in a slice of their own (nil for
+// none): emit appends them to the scratch's, which the next decision
+// reuses, so that a decision allocates once for them, not per doubling.
+func (d *decider) result() []Action {
+	if len(d.acts) == 0 {
+		return nil
+	}
+	acts := slices.Clone(d.acts)
+	clear(d.acts) // no strings kept alive by the pool
+	d.sc.acts = d.acts[:0]
+	return acts
 }
 
 // Instants inside a decision are Unix nanoseconds (int64): comparing

@@ -18,6 +18,7 @@ type scratch struct {
 	nodeNames []string
 	names     nodeNames
 	started   map[string]bool
+	acts      []Action // the decision's actions as emitted (decider.result)
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
@@ -51,9 +52,10 @@ type scratch struct {
 	topIn    []bool // ruleTop: a job's partitions' nodes
 	rankK    []int  // claimRank: rankOf a job's ID by job, +2 (0: not known yet)
 	// rulePass's sort: giver and moving window by node, task start by pilot
-	aGiver        []int
-	aMoves, aRead []bool
-	aStart        []int64
+	aGiver         []int
+	aFree, aPilots []int // rulePass: the free nodes and the pilots' nodes of its pools
+	aMoves, aRead  []bool
+	aStart         []int64
 	// indexJobs: each job's Nodes (if it holds them) or SchedNodes (if
 	// pending) as node indices, -1 for a name not in the snapshot
 	jn      []int

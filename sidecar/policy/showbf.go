@@ -338,6 +338,7 @@ type nodeCalc struct {
 	claimBy    string
 	claimK1    int  // the claimant's index in the snapshot's jobs, plus 1
 	estimated  bool // claim is the shadow estimate
+	claimMoves bool // claim is the shadow's at now: it moves with the clock
 	slurmClaim bool // in SchedNodes of a non-excluded reserving job
 	exclClaim  bool // in SchedNodes of an excluded job
 }
@@ -407,7 +408,7 @@ func (c *calc) scanJobs(exclude []bool) []int {
 				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					c.claim(n, j.Start, k, false)
+					c.claim(n, j.Start, k, false, false)
 				}
 			}
 		}
@@ -415,10 +416,14 @@ func (c *calc) scanJobs(exclude []bool) []int {
 	return candidates
 }
 
-// claim notes job k's reservation of n at at.
-func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated bool) {
+// claim notes job k's reservation of n at at; moves: at is now, and
+// moves with the clock (the shadow's start when it could start now).
+func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated, moves bool) {
+	if moves && n.claim.After(c.now) {
+		c.h.flip(n.claim) // the moving claim reaches the fixed one then
+	}
 	if n.claim.IsZero() || at.Before(n.claim) {
-		n.claim, n.claimBy, n.claimK1, n.estimated = at, c.s.Jobs[k].ID, k+1, estimated
+		n.claim, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, c.s.Jobs[k].ID, k+1, estimated, moves
 	}
 }
 
@@ -552,11 +557,14 @@ func (c *calc) shadow(candidates []int) {
 				moving = true
 			}
 		}
-		if moving {
-			c.h.never() // a claim at now: not followed further
-		}
+		// A claim at now moves with the clock: the same nodes come first
+		// later (those free now all have the time now, the others keep
+		// their holders' ends, whose passing is noted), so the claim is
+		// at the later now. window gives such a node no time (FreeFor 0,
+		// whatever now); the decider compares its Until as moving
+		// (claimMoves), and claim notes when it reaches a fixed claim.
 		for _, sn := range first {
-			c.claim(&c.nodes[sn.i], start, k, true)
+			c.claim(&c.nodes[sn.i], start, k, true, moving)
 		}
 		return
 	}
