@@ -86,3 +86,34 @@ func budgetJob(t *testing.T) (*fixture, *slurmModel, *Executor, *spool.Entry, st
 	}
 	return fx, m, x, e, pilots[0].ID
 }
+
+// A fair job whose pilots spent its budget keeps waiting for its shadow
+// array while an element of it is queued or running; once the shadow
+// array has ended with tasks left, nothing will run them: the job ends
+// failed, budget spent, instead of waiting for ever.
+func TestBudgetSpentFairEndsWithItsShadow(t *testing.T) {
+	fx, m, x := newRound(t, 4, policy.DefaultConfig())
+	e := fx.submit(t, 40, func(e *spool.Entry, _ *QJob) { e.Glean.Budget = 0.5; e.Shadow = "900"; e.Mode = "fair" })
+	m.round(t, fx.in, x)
+	pilots := fx.record(e).PilotJobs
+	if len(pilots) != 1 || pilots[0].TimeLimit != 30*time.Minute {
+		t.Fatalf("pilots %+v: want one of 30 minutes (the budget)", pilots)
+	}
+	m.start(pilots[0].ID)
+	fx.now = fx.now.Add(30 * time.Minute)
+	m.end(pilots[0].ID, "")
+	m.round(t, fx.in, x)
+	if r := fx.record(e); r.State != spool.StateQueued {
+		t.Fatalf("record %s %q while its shadow array is queued: want queued", r.State, r.Reason)
+	}
+	fx.slurm.mu.Lock()
+	sh := fx.slurm.jobs["900"]
+	sh.State, sh.Reason = "COMPLETED", "None"
+	fx.slurm.jobs["900"] = sh
+	fx.slurm.mu.Unlock()
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	if r := fx.record(e); r.State != spool.StateFailed || !strings.Contains(r.Reason, "budget of 0.5 node-hours spent") {
+		t.Errorf("record %s %q after its shadow array ended: want failed, budget spent", r.State, r.Reason)
+	}
+}

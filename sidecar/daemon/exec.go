@@ -460,10 +460,11 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		taskTime := b.taskTime(r)
 		left, budgeted := r.BudgetLeft()
 		// Out of budget, with nothing that could still run its tasks: no
-		// plain allocation (Fair's runs them without pilots), no pilot
+		// plain allocation left (Fair's shadow array runs them without
+		// pilots, while an element of it is queued or running), no pilot
 		// left, and not enough budget for one more.
 		onePilot := x.opt.Policy.ShortestPilot(taskTime) // what the policy would submit
-		spent := budgeted && counts.Pending > 0 && running == 0 && r.Shadow == "" && !livePilots(r) && left < onePilot
+		spent := budgeted && counts.Pending > 0 && running == 0 && !shadowAlive(r, snap) && !livePilots(r) && left < onePilot
 		if done+failed >= total || spent {
 			r.State, r.Ended, r.Exit = spool.StateDone, now, 0
 			detail := fmt.Sprintf("%d done, %d failed", done, failed)
@@ -1226,6 +1227,20 @@ func (x *Executor) seedProfile(r *spool.Record) bool {
 	x.log.Info("task runtimes from the profile's last job", "job", r.DirName(), "profile", r.Entry.Glean.Profile,
 		"from", last.DirName(), "runtimes", len(r.ProfileRuntimes))
 	return true
+}
+
+// shadowAlive reports whether r's shadow array may still run a task: an
+// element of it is queued or running, or the snapshot is not whole.
+func shadowAlive(r *spool.Record, snap *cluster.Snapshot) bool {
+	if r.Shadow == "" {
+		return false
+	}
+	if !snap.Complete {
+		return true
+	}
+	return slices.ContainsFunc(snap.Jobs, func(j cluster.Job) bool {
+		return (j.ID == r.Shadow || j.ArrayJobID == r.Shadow) && (j.Pending() || j.Holds())
+	})
 }
 
 func livePilots(r *spool.Record) bool {
