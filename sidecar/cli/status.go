@@ -145,8 +145,11 @@ func Status(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			id = "-"
 		}
 		state := r.State
-		if r.State == spool.StateRejected {
+		switch {
+		case r.State == spool.StateRejected:
 			state += ": " + oneLine(r.Reason, 60)
+		case r.Active() && r.PilotTrouble != "":
+			state += " (pilots die at start: glean show)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", id, r.User, oneLine(r.Name, 24), dash(r.Mode), state,
 			r.Tasks.Done, r.Tasks.Running, r.Tasks.Pending, r.Tasks.Failed, r.Pilots, stamp(r.Submitted))

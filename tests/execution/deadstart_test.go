@@ -49,6 +49,9 @@ func TestDeadStartPilotsHeldBack(t *testing.T) {
 	if !strings.Contains(show.Stdout, "PilotTrouble:") || !strings.Contains(show.Stdout, "no new pilot before") {
 		t.Errorf("glean show:\n%s%s\nwant the pilot trouble", show.Stdout, show.Stderr)
 	}
+	if st := e.AsUser(t, "", filepath.Join(e.Bin, "glean"), "status"); !strings.Contains(st.Stdout, "queued (pilots die at start: glean show)") {
+		t.Errorf("glean status:\n%s%s\nwant the job's state to point at glean show", st.Stdout, st.Stderr)
+	}
 	// Held: no pilot submitted for the next 20 s (the hold is a minute),
 	// and nothing lost.
 	held := r.Pilots
