@@ -90,11 +90,17 @@ func (x *Executor) heldNodeCount(now time.Time) int {
 	return len(nodes)
 }
 
+// over reports whether the run is forgotten at now: no hold running and
+// no dead start for deadStartForget.
+func (d *deadStart) over(now time.Time) bool {
+	return now.Sub(d.last) > deadStartForget && !now.Before(d.until)
+}
+
 // add counts dead starts on nodes (one each); it reports whether that
 // starts a hold: deadStartLimit in a row, on at least minNodes nodes,
 // and no hold running (those pilots were submitted before it).
 func (d *deadStart) add(now time.Time, minNodes int, nodes ...string) bool {
-	if now.Sub(d.last) > deadStartForget && !now.Before(d.until) {
+	if d.over(now) {
 		*d = deadStart{}
 	}
 	if d.nodes == nil {

@@ -217,6 +217,11 @@ func TestDeadStartHoldsANode(t *testing.T) {
 	if on("n1") == "" {
 		t.Errorf("no pilot on n1 after its hold: %+v", fx.record(e).PilotJobs)
 	}
+	fx.now = fx.now.Add(2 * time.Hour)
+	m.round(t, fx.in, x)
+	if len(x.deadNodes) != 0 {
+		t.Errorf("node runs %v two hours after the last dead start: want them forgotten", x.deadNodes)
+	}
 }
 
 // A restarted gleand has no run of dead starts in memory: the trouble a

@@ -374,6 +374,11 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 			delete(x.deadStarts, n)
 		}
 	}
+	for k, d := range x.deadNodes {
+		if d.over(now) {
+			delete(x.deadNodes, k)
+		}
+	}
 	if len(names) == 0 {
 		return st, nil
 	}
