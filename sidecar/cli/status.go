@@ -147,11 +147,11 @@ func Status(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		state := r.State
 		switch {
 		case r.State == spool.StateRejected:
-			state += ": " + oneLine(r.Reason, 60)
+			state += ": " + spool.OneLine(r.Reason, 60)
 		case r.Active() && r.PilotTrouble != "":
 			state += " (pilots die at start: glean show)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", id, r.User, oneLine(r.Name, 24), dash(r.Mode), state,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", id, r.User, spool.OneLine(r.Name, 24), dash(r.Mode), state,
 			r.Tasks.Done, r.Tasks.Running, r.Tasks.Pending, r.Tasks.Failed, r.Pilots, stamp(r.Submitted))
 	}
 	tw.Flush()
@@ -164,9 +164,6 @@ func stamp(t time.Time) string {
 	}
 	return t.Local().Format("2006-01-02T15:04:05")
 }
-
-// oneLine keeps a user-supplied text on one line of a table.
-func oneLine(s string, max int) string { return spool.OneLine(s, max) }
 
 // findJob finds a job by entry id, record name or anchor id. A rejected
 // entry may name someone's anchor id too: the job that was taken in wins.
@@ -217,7 +214,7 @@ func Show(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 1, ' ', 0)
 	line := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, oneLine(v, 4096))
+			fmt.Fprintf(tw, "%s:\t%s\n", k, spool.OneLine(v, 4096))
 		}
 	}
 	line("JobId", dash(r.Anchor))

@@ -46,12 +46,13 @@ const (
 	deadStartWindow = 20 * time.Second
 )
 
-// deadStart is one job's run of pilots that died at start.
+// deadStart is one job's run of pilots that died at start; its backoff
+// is the hold: no new pilot before until, for delay (the last hold's
+// length).
 type deadStart struct {
-	fails int           // in a row
-	hold  time.Duration // the last hold's length
-	until time.Time     // no new pilot before
-	last  time.Time     // the last dead start
+	backoff
+	fails int       // in a row
+	last  time.Time // the last dead start
 	nodes map[string]bool
 }
 
@@ -103,6 +104,7 @@ func (d *deadStart) add(now time.Time, minNodes int, nodes ...string) bool {
 	if d.over(now) {
 		*d = deadStart{}
 	}
+	d.ceiling = deadStartMaxHold
 	if d.nodes == nil {
 		d.nodes = map[string]bool{}
 	}
@@ -114,8 +116,7 @@ func (d *deadStart) add(now time.Time, minNodes int, nodes ...string) bool {
 	if d.fails < deadStartLimit || len(d.nodes) < minNodes || now.Before(d.until) {
 		return false
 	}
-	d.hold = min(max(2*d.hold, deadStartFirstHold), deadStartMaxHold)
-	d.until = now.Add(d.hold)
+	d.next(true, deadStartFirstHold, now)
 	return true
 }
 
@@ -176,7 +177,7 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 		}
 		if d.add(now, 1, p.Node) {
 			x.log.Warn("pilots die at start on a node: holding it back from the owner's jobs", "node", p.Node, "uid", r.UID,
-				"in_a_row", d.fails, "pilot", p.ID, "job", name, "why", x.deadWhy(r, p), "hold", d.hold)
+				"in_a_row", d.fails, "pilot", p.ID, "job", name, "why", x.deadWhy(r, p), "hold", d.delay)
 		}
 	}
 	if len(dead) == 0 {
@@ -201,7 +202,7 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 	r.PilotTrouble = fmt.Sprintf("%d pilots in a row ended by themselves right after they started, without running a task; the last, %s on %s: %s; no new pilot before %s",
 		d.fails, last.ID, last.Node, why, d.until.UTC().Format(time.RFC3339))
 	x.log.Warn("pilots end without running a task: holding back new ones", "job", name, "in_a_row", d.fails,
-		"pilot", last.ID, "node", last.Node, "why", why, "hold", d.hold)
+		"pilot", last.ID, "node", last.Node, "why", why, "hold", d.delay)
 	return true
 }
 

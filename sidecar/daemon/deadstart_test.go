@@ -292,8 +292,8 @@ func TestDeadStartHolds(t *testing.T) {
 	if d.add(t0, 2, "n1", "n1", "n1") {
 		t.Fatal("a hold for 3 on one node, 2 nodes wanted")
 	}
-	if !d.add(t0, 2, "n2") || d.hold != time.Minute {
-		t.Fatalf("4 on 2 nodes: hold %v, want 1m", d.hold)
+	if !d.add(t0, 2, "n2") || d.delay != time.Minute {
+		t.Fatalf("4 on 2 nodes: hold %v, want 1m", d.delay)
 	}
 	if d.add(t0.Add(30*time.Second), 2, "n1") {
 		t.Fatal("a new hold while one runs")
@@ -301,11 +301,11 @@ func TestDeadStartHolds(t *testing.T) {
 	at := t0
 	for _, want := range []time.Duration{2, 4, 8, 16, 30, 30} {
 		at = d.until
-		if !d.add(at, 2, "n1") || d.hold != want*time.Minute || !d.until.Equal(at.Add(want*time.Minute)) {
-			t.Fatalf("hold %v until %v, want %v from %v", d.hold, d.until, want*time.Minute, at)
+		if !d.add(at, 2, "n1") || d.delay != want*time.Minute || !d.until.Equal(at.Add(want*time.Minute)) {
+			t.Fatalf("hold %v until %v, want %v from %v", d.delay, d.until, want*time.Minute, at)
 		}
 	}
-	if d.add(d.until.Add(2*time.Hour), 2, "n1") || d.fails != 1 || d.hold != 0 {
+	if d.add(d.until.Add(2*time.Hour), 2, "n1") || d.fails != 1 || d.delay != 0 {
 		t.Errorf("after an hour without a dead start: %+v, want a new run of 1", d)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -358,27 +359,12 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 		}
 	}
 	// Forget what was kept for jobs that need no more rounds (their
-	// journals stay on disk).
-	for n := range x.books {
-		if r := x.in.known[n]; r == nil || !(r.Active() || x.needsEnd(r)) {
-			delete(x.books, n)
-		}
-	}
-	for n := range x.profiled {
-		if r := x.in.known[n]; r == nil || !r.Active() {
-			delete(x.profiled, n)
-		}
-	}
-	for n := range x.deadStarts {
-		if r := x.in.known[n]; r == nil || !r.Active() {
-			delete(x.deadStarts, n)
-		}
-	}
-	for k, d := range x.deadNodes {
-		if d.over(now) {
-			delete(x.deadNodes, k)
-		}
-	}
+	// journals stay on disk), and node runs that are over.
+	inactive := func(n string) bool { r := x.in.known[n]; return r == nil || !r.Active() }
+	maps.DeleteFunc(x.books, func(n string, _ *book) bool { return inactive(n) && !x.needsEnd(x.in.known[n]) })
+	maps.DeleteFunc(x.profiled, func(n string, _ bool) bool { return inactive(n) })
+	maps.DeleteFunc(x.deadStarts, func(n string, _ *deadStart) bool { return inactive(n) })
+	maps.DeleteFunc(x.deadNodes, func(_ ownerNode, d *deadStart) bool { return d.over(now) })
 	if len(names) == 0 {
 		return st, nil
 	}
@@ -1183,6 +1169,9 @@ func privhelperComment(token string) string { return "glean-pilot:" + token }
 // needsEnd: the job ended (done, failed or cancelled) and something is
 // left to do: stop its agents and pilots, release its anchor.
 func (x *Executor) needsEnd(r *spool.Record) bool {
+	if r == nil {
+		return false
+	}
 	switch r.State {
 	case spool.StateDone, spool.StateFailed:
 		return !r.AnchorReleased || livePilots(r)

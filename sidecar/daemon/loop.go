@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -228,11 +229,13 @@ type RoundReport struct {
 }
 
 // backoff spaces the rounds while Slurm does not answer: one interval,
-// doubling up to maxBackoff; the first answer resets it. The spool and
-// `glean status` (which reads the spool) are unaffected.
+// doubling up to maxBackoff (or ceiling, if set); the first answer resets
+// it. The spool and `glean status` (which reads the spool) are
+// unaffected. The holds on pilots that die at start use it too.
 type backoff struct {
-	delay time.Duration
-	until time.Time
+	delay   time.Duration
+	until   time.Time
+	ceiling time.Duration // 0: maxBackoff
 }
 
 const maxBackoff = 30 * time.Second
@@ -245,7 +248,7 @@ func (b *backoff) next(failed bool, interval time.Duration, now time.Time) (time
 		b.delay, b.until = 0, time.Time{}
 		return 0, was
 	}
-	b.delay = min(max(2*b.delay, interval), maxBackoff)
+	b.delay = min(max(2*b.delay, interval), cmp.Or(b.ceiling, maxBackoff))
 	b.until = now.Add(b.delay)
 	return b.delay, !was
 }

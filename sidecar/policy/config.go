@@ -161,7 +161,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports every problem at once.
 // ShortestPilot is the shortest time limit a pilot of a job whose tasks
 // take taskTime (0: unknown) is submitted with: one task and its slack,
 // never under MinPilotTime.
@@ -172,6 +171,7 @@ func (c Config) ShortestPilot(taskTime time.Duration) time.Duration {
 	return c.MinPilotTime
 }
 
+// Validate reports every problem at once.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("policy: "+format, a...)) }

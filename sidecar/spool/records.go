@@ -202,13 +202,14 @@ func (r *Record) BudgetLeft() (left time.Duration, ok bool) {
 	}
 	left = time.Duration(r.Entry.Glean.Budget*float64(time.Hour)) - r.PilotTimeSpent
 	for _, p := range r.PilotJobs {
-		if p.MovedTo == "" {
-			if c := p.Charge(); c == math.MaxInt64 {
-				return 0, true
-			} else {
-				left -= c
-			}
+		if p.MovedTo != "" {
+			continue
 		}
+		c := p.Charge()
+		if c == math.MaxInt64 { // a live UNLIMITED pilot
+			return 0, true
+		}
+		left -= c
 	}
 	return max(left, 0), true
 }
