@@ -300,8 +300,9 @@ type decider struct {
 	pools       [][]int // jobs by owner and mode (jobPools)
 	poolOf      []int   // job -> its pool, -1
 	thesisPlans []thesisPlan
-	moved       map[int]Action // pilot -> its move this round (poolMoves)
-	uncovered   []int          // job -> pending tasks no pilot will take (submit)
+	moved       map[int]Action        // pilot -> its move this round (poolMoves)
+	movedCharge map[int]time.Duration // job -> the budget its moves in took (poolMoves)
+	uncovered   []int                 // job -> pending tasks no pilot will take (submit)
 	partMember  map[string][]bool
 
 	sc         *scratch // where the slices and maps above live
@@ -942,7 +943,7 @@ func (d *decider) submit() {
 			if tl < minTL {
 				continue
 			}
-			var spent time.Duration
+			spent := d.received(ji)
 			for _, c := range tcands {
 				// A budget shortens Algorithm 2's limit (ending sooner is
 				// safe), to a SyncRelease boundary again.
@@ -994,7 +995,7 @@ func (d *decider) submit() {
 			rounds := (j.TasksPending + workers - 1) / workers
 			workCap = max(roundUpMinute(time.Duration(rounds)*j.TaskTime+d.cfg.TaskSlack), minTL)
 		}
-		var spent time.Duration
+		spent := d.received(ji)
 		for _, c := range picked {
 			tl := d.syncRelease(withinBudget(min(d.pilotLimit(c.window), workCap), j, spent))
 			if tl < minTL {

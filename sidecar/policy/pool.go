@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Pools: the Thesis-mode jobs of one owner (ElasticJob.Owner) are served by
@@ -62,7 +63,8 @@ func (d *decider) poolOfPilot(p *Pilot) int {
 // ones, then busy ones by their task's end: those take its last tasks);
 // the others move to the pool's jobs whose pending tasks no pilot will
 // take yet, in FIFO order, idle and pending pilots first (they start a
-// task at once), then busy ones (after their task). A pilot nobody needs
+// task at once), then busy ones (after their task); a budgeted job takes
+// only pilots its budget still covers (canReceive). A pilot nobody needs
 // stays (noWork cancels it if it is idle). Pilots already moved count for
 // the job they serve (Pilot.Job). The moves read no clock; with no move
 // the decision does not depend on the task ends either.
@@ -99,16 +101,26 @@ func (d *decider) poolMoves() {
 				}
 			}
 		}
-		k := 0
 		for _, pi := range append(now, later...) {
-			for k < len(pool) && need[k] == 0 {
-				k++
+			p := &d.st.Pilots[pi]
+			k, needy := -1, false
+			for x := range pool {
+				needy = needy || need[x] > 0
+				if need[x] > 0 && d.canReceive(pool[x], p) {
+					k = x
+					break
+				}
 			}
-			if k == len(pool) {
+			if !needy {
 				break
 			}
+			if k < 0 {
+				continue // no job with work has the budget for it
+			}
 			need[k]--
-			p := &d.st.Pilots[pi]
+			if c, ok := moveCharge(p); ok {
+				d.movedIn(pool[k], c)
+			}
 			to := d.st.Jobs[pool[k]].ID
 			if d.moved == nil {
 				d.moved = map[int]Action{}
@@ -118,6 +130,46 @@ func (d *decider) poolMoves() {
 			p.Job = to
 		}
 	}
+}
+
+// moveCharge is what a move of p costs the budget of the job it moves to,
+// as gleand counts it (spool.PilotJob.Charge of a live pilot): its whole
+// time limit. ok is false where that is not known here (a pending pilot's
+// limit) or has no end (UNLIMITED).
+func moveCharge(p *Pilot) (time.Duration, bool) {
+	if p.State != PilotRunning || p.Start.IsZero() || p.End.IsZero() {
+		return 0, false
+	}
+	return p.End.Sub(p.Start), true
+}
+
+// canReceive: job ji may take pilot p by a move. A pilot moved to a job
+// counts against that job's budget, so a budgeted job takes only a pilot
+// whose whole limit fits what is left of it after this round's moves:
+// otherwise moves would spend past the budget that submissions keep to.
+func (d *decider) canReceive(ji int, p *Pilot) bool {
+	j := &d.st.Jobs[ji]
+	if !j.Budgeted {
+		return true
+	}
+	c, ok := moveCharge(p)
+	return ok && c <= j.BudgetLeft-d.received(ji)
+}
+
+// received is the budget this round's moves to job ji took.
+func (d *decider) received(ji int) time.Duration {
+	if d.movedCharge == nil {
+		return 0
+	}
+	return d.movedCharge[ji]
+}
+
+// movedIn notes that a move to job ji took c of its budget.
+func (d *decider) movedIn(ji int, c time.Duration) {
+	if d.movedCharge == nil {
+		d.movedCharge = map[int]time.Duration{}
+	}
+	d.movedCharge[ji] += c
 }
 
 // flushMoves emits the moves of pilots still there and not retired this
