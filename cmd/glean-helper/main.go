@@ -21,6 +21,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/privhelper"
@@ -34,51 +35,74 @@ func main() {
 		fmt.Println("glean-helper", version())
 		return
 	}
+	// SIGHUP (systemctl reload glean-helper) from the start: its default
+	// would end the helper, and a HUP is a clean end to Restart=on-failure.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	fs := flag.NewFlagSet("glean-helper", flag.ContinueOnError)
 	configPath := fs.String("config", config.Path(), "site configuration")
+	check := fs.Bool("check-config", false, "check the configuration as a start or reload would, print what is wrong and exit (1: invalid)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *check {
+		if _, err := setup(*configPath, log); err != nil {
+			fmt.Fprintln(os.Stderr, "glean-helper:", err)
+			os.Exit(1)
+		}
+		fmt.Println("glean-helper: configuration", *configPath, "is valid")
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *configPath, log)
+	err := run(ctx, *configPath, hup, log)
 	stop()
+	if errors.Is(err, privhelper.ErrReload) {
+		// The requests under way are answered and the socket is closed:
+		// a fresh image (after an upgrade, the new binary) reads the file
+		// as a start does. Descriptors are close-on-exec.
+		exe, xerr := os.Executable()
+		if xerr == nil {
+			xerr = syscall.Exec(exe, os.Args, os.Environ())
+		}
+		err = fmt.Errorf("config reload: re-exec: %w", xerr)
+	}
 	if err != nil {
 		log.Error("glean-helper", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, configPath string, log *slog.Logger) error {
+// setup checks the configuration as a start does and builds the server
+// (not yet listening), logging to log.
+func setup(configPath string, log *slog.Logger) (*privhelper.Server, error) {
 	cfg, err := config.Load(configPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.Helper.Socket == "" {
-		return errors.New("helper.socket is empty: gleand acts on Slurm itself and needs no helper")
+		return nil, errors.New("helper.socket is empty: gleand acts on Slurm itself and needs no helper")
 	}
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("glean-helper runs as root (uid %d here): it acts with root's Slurm rights for gleand", os.Geteuid())
+		return nil, fmt.Errorf("glean-helper runs as root (uid %d here): it acts with root's Slurm rights for gleand", os.Geteuid())
 	}
 	u, err := user.Lookup(cfg.Daemon.User)
 	if err != nil {
-		return fmt.Errorf("daemon.user %q: %w", cfg.Daemon.User, err)
+		return nil, fmt.Errorf("daemon.user %q: %w", cfg.Daemon.User, err)
 	}
 	uid, err := strconv.Atoi(u.Uid)
 	if err != nil || uid == 0 {
-		return fmt.Errorf("daemon.user %q: uid %s: the daemon's user must not be root", cfg.Daemon.User, u.Uid)
+		return nil, fmt.Errorf("daemon.user %q: uid %s: the daemon's user must not be root", cfg.Daemon.User, u.Uid)
 	}
 	g, err := user.LookupGroup(cfg.Spool.Group)
 	if err != nil {
-		return fmt.Errorf("spool.group %q: %w", cfg.Spool.Group, err)
+		return nil, fmt.Errorf("spool.group %q: %w", cfg.Spool.Group, err)
 	}
 	gid, err := strconv.Atoi(g.Gid)
 	if err != nil {
-		return errors.New("spool.group: non-numeric gid")
+		return nil, errors.New("spool.group: non-numeric gid")
 	}
-	log.Info("glean-helper starting", "version", version(), "config", configPath, "socket", cfg.Helper.Socket,
-		"daemon_user", cfg.Daemon.User, "daemon_uid", uid, "spool", cfg.Spool.Dir)
-	srv := &privhelper.Server{
+	return &privhelper.Server{
 		Socket: cfg.Helper.Socket, DaemonUID: uid, GID: gid, Log: log,
 		Timeout: privhelper.RequestTimeout(cfg.Slurm.Timeout.Duration),
 		Do: &privhelper.Handler{
@@ -93,21 +117,42 @@ func run(ctx context.Context, configPath string, log *slog.Logger) error {
 				Grace: cfg.Policy.Grace.Duration, MinUID: cfg.Helper.MinUID,
 			},
 		},
-	}
-	ln, err := srv.Listen()
+	}, nil
+}
+
+func run(ctx context.Context, configPath string, hup <-chan os.Signal, log *slog.Logger) error {
+	srv, err := setup(configPath, log)
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
+	log.Info("glean-helper starting", "version", version(), "config", configPath, "socket", srv.Socket, "daemon_uid", srv.DaemonUID)
 	// systemd (Type=notify): gleand's unit starts once the socket listens.
 	notify := func(state string) {
 		if err := (sdnotify.Systemd{}).Notify(state); err != nil {
 			log.Warn("sd_notify", "state", state, "err", err)
 		}
 	}
-	notify(sdnotify.Ready + "\n" + sdnotify.Status("listening on "+cfg.Helper.Socket))
-	defer notify(sdnotify.Stopping)
-	return srv.Serve(ctx, ln)
+	srv.Reload = hup
+	srv.Check = func() error {
+		_, err := setup(configPath, log)
+		if err != nil {
+			notify(sdnotify.Status("config reload refused at " + time.Now().Format("15:04:05") + " (" + err.Error() + "), running the old config"))
+		}
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	notify(sdnotify.Ready + "\n" + sdnotify.Status("listening on "+srv.Socket))
+	err = srv.Serve(ctx, ln)
+	if errors.Is(err, privhelper.ErrReload) {
+		notify(sdnotify.Reloading() + "\n" + sdnotify.Status("reloading the config: re-executing"))
+		return err
+	}
+	notify(sdnotify.Stopping)
+	return err
 }
 
 // version is the build's: sidecar/cli.Version is not imported, to keep the

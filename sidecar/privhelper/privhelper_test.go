@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -776,5 +777,82 @@ func TestListenRefuses(t *testing.T) {
 	s.Socket = filepath.Join(dir, "real", "h.sock")
 	if _, err := s.Listen(); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("a file at the socket path: %v", err)
+	}
+}
+
+// A reload (SIGHUP) whose file fails its check leaves the helper serving;
+// one that passes stops taking connections, answers the request under way,
+// and only then has Serve return ErrReload for main to re-execute.
+func TestServeReload(t *testing.T) {
+	dir, err := os.MkdirTemp("", "gh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	started, release := make(chan string, 4), make(chan struct{})
+	hup, checked := make(chan os.Signal, 1), make(chan bool, 4)
+	valid := false
+	logs := &syncBuf{}
+	s := &Server{Socket: filepath.Join(dir, "helper.sock"), DaemonUID: os.Getuid(), GID: os.Getgid(), Timeout: 5 * time.Second,
+		Log: slog.New(slog.NewTextHandler(logs, nil)), Reload: hup,
+		Check: func() error {
+			defer func() { checked <- valid }()
+			if !valid {
+				return errors.New("/etc/glean/glean.toml: partitions.pilot: empty")
+			}
+			return nil
+		},
+		Do: doFunc(func(_ context.Context, req Request) error {
+			started <- req.Job
+			if req.Job == "2" {
+				<-release
+			}
+			return nil
+		})}
+	ln, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), ln) }()
+	c := &Client{Socket: s.Socket, Timeout: 5 * time.Second}
+
+	hup <- syscall.SIGHUP
+	<-checked
+	if err := c.Hold(context.Background(), "1"); err != nil {
+		t.Fatalf("after a refused reload: %v", err)
+	}
+	<-started
+	if !strings.Contains(logs.String(), "config reload refused") || !strings.Contains(logs.String(), "partitions.pilot: empty") {
+		t.Errorf("refusal not logged:\n%s", logs)
+	}
+
+	valid = true
+	answered := make(chan error, 1)
+	go func() { answered <- c.Hold(context.Background(), "2") }()
+	<-started
+	hup <- syscall.SIGHUP
+	<-checked
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Lstat(s.Socket); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the socket still listens after a valid reload")
+		}
+		<-time.After(5 * time.Millisecond) // poll interval
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned (%v) with a request under way", err)
+	default:
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Errorf("the request under way: %v", err)
+	}
+	if err := <-done; !errors.Is(err, ErrReload) {
+		t.Errorf("Serve: %v, want ErrReload", err)
 	}
 }

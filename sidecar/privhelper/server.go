@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,7 +44,19 @@ type Server struct {
 	Timeout   time.Duration // per connection: reading, checking, acting, answering
 	Do        Doer
 	Log       *slog.Logger
+	// Reload, if set, asks for a reload (SIGHUP: `systemctl reload
+	// glean-helper`). Check (the start's own checks of the configuration
+	// file) runs first: a file that fails is logged and the server runs
+	// on; one that passes stops it (no new connection, the requests under
+	// way answered) and Serve returns ErrReload for the caller to
+	// re-execute, as gleand reloads. Its default would have ended the
+	// helper, for good under Restart=on-failure (a HUP is a clean end).
+	Reload <-chan os.Signal
+	Check  func() error
 }
+
+// ErrReload: Serve stopped for a reload whose file checked out.
+var ErrReload = errors.New("reload: re-execute")
 
 // maxConns bounds the requests handled at once.
 const maxConns = 4
@@ -97,6 +110,12 @@ func (s *Server) Listen() (*net.UnixListener, error) {
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	var reloading atomic.Bool
+	if s.Reload != nil {
+		served := make(chan struct{})
+		defer close(served)
+		go s.awaitReload(ctx, served, ln, &reloading)
+	}
 	sem := make(chan struct{}, maxConns)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -105,6 +124,9 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if reloading.Load() {
+				return ErrReload
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -119,6 +141,36 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			s.serveConn(ctx, c)
 		}()
 	}
+}
+
+// awaitReload handles Reload's requests until Serve ends; on one whose
+// file checks out it closes ln, which ends Serve's loop.
+func (s *Server) awaitReload(ctx context.Context, served <-chan struct{}, ln *net.UnixListener, reloading *atomic.Bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-served:
+			return
+		case <-s.Reload:
+		}
+		if err := s.check(); err != nil {
+			s.Log.Error("config reload refused: running on with the old config", "err", oneLine(err.Error()))
+			continue
+		}
+		s.Log.Info("config reload: the file is valid; finishing the requests under way, then re-executing")
+		reloading.Store(true)
+		ln.Close()
+		return
+	}
+}
+
+// check runs Check (none: the file passes).
+func (s *Server) check() error {
+	if s.Check == nil {
+		return nil
+	}
+	return s.Check()
 }
 
 // serveConn answers one request.

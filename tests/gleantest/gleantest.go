@@ -301,6 +301,14 @@ func (e *Env) DaemonPID() int {
 	return e.daemon.Process.Pid
 }
 
+// HelperPID is the running glean-helper's pid, or 0.
+func (e *Env) HelperPID() int {
+	if e.helper == nil || e.helper.Process == nil {
+		return 0
+	}
+	return e.helper.Process.Pid
+}
+
 // ForgetDaemon clears a gleand that exited by itself (a failpoint), so
 // that Start starts a new one.
 func (e *Env) ForgetDaemon() {

@@ -136,8 +136,12 @@ func TestMakeInstall(t *testing.T) {
 			}
 			if _, keys := unitPaths(t, at(filepath.Join(tc.unitDir, "gleand.service"))); keys["WatchdogSec"] == "" {
 				t.Error("gleand.service: no WatchdogSec")
-			} else if keys["ExecReload"] != "/bin/kill -HUP $MAINPID" {
-				t.Errorf("gleand.service: the last ExecReload is %q, want SIGHUP to the main pid", keys["ExecReload"])
+			}
+			// Both reload by SIGHUP (SIGHUP's default would end them).
+			for _, u := range []string{"gleand.service", "glean-helper.service"} {
+				if _, keys := unitPaths(t, at(filepath.Join(tc.unitDir, u))); keys["ExecReload"] != "/bin/kill -HUP $MAINPID" {
+					t.Errorf("%s: the last ExecReload is %q, want SIGHUP to the main pid", u, keys["ExecReload"])
+				}
 			}
 
 			checkManPages(t, at(tc.man), tc.share)

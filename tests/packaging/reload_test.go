@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
+	"github.com/glean-hpc/glean/sidecar/spool"
 	"github.com/glean-hpc/glean/tests/gleantest"
 )
 
@@ -160,5 +161,86 @@ func TestGleandReload(t *testing.T) {
 				t.Errorf("gleand's log lacks %q:\n%s", tc.inLog, log)
 			}
 		})
+	}
+}
+
+// systemctl reload glean-helper, as the unit does it, on the real helper (as
+// root, beside the real gleand on a loopback Slurm): -check-config refuses
+// a broken file naming it; SIGHUP with that file leaves the helper serving
+// with the old config (same socket, a refusal in its log); SIGHUP with a
+// valid file re-executes it in place (same pid, a second start-up in its
+// log, the socket listening again), and gleand's pilots, submitted through
+// the re-executed helper, run a job to completion. Before, SIGHUP's default
+// ended the helper.
+func TestHelperReload(t *testing.T) {
+	cl, e, msgs := gleandUnderSystemd(t, 1, gleantest.Options{})
+	defer e.Stop()
+	e.Start(t)
+	// gleand has read the config before the test breaks it.
+	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
+	pid := e.HelperPID()
+	orig, err := os.ReadFile(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func() (string, error) {
+		out, err := exec.Command(filepath.Join(e.Bin, "glean-helper"), "-config", e.Config, "-check-config").CombinedOutput()
+		return string(out), err
+	}
+	helperLog := func() string {
+		data, _ := os.ReadFile(filepath.Join(e.Dir, "glean-helper.log"))
+		return string(data)
+	}
+	hupUntil := func(what string, cond func(log string) bool) {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		cl.WaitFor(t, 30*time.Second, what, func() bool { return cond(helperLog()) })
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Fatalf("glean-helper (pid %d) is gone after SIGHUP: %v\n%s", pid, err, e.Logs())
+		}
+		if st, err := os.Stat(e.Helper); err != nil || st.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("no socket at %s after SIGHUP: %v", e.Helper, err)
+		}
+	}
+
+	const was = `rescan = "1s"`
+	if !strings.Contains(string(orig), was) {
+		t.Fatalf("the test's config has no %s:\n%s", was, orig)
+	}
+	if err := os.WriteFile(e.Config, []byte(strings.Replace(string(orig), was, `rescan = "-3s"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := check(); err == nil || !strings.Contains(out, e.Config+": daemon: ") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("glean-helper -check-config on a broken file: %v, %q (want one line naming it)", err, out)
+	}
+	hupUntil("the helper to refuse the broken file", func(log string) bool {
+		return strings.Contains(log, "config reload refused") && strings.Contains(log, "rescan must be positive")
+	})
+	if n := strings.Count(helperLog(), "glean-helper starting"); n != 1 {
+		t.Fatalf("%d start-ups after a refused reload, want 1\n%s", n, e.Logs())
+	}
+
+	if err := os.WriteFile(e.Config, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := check(); err != nil || !strings.Contains(out, "is valid") {
+		t.Errorf("glean-helper -check-config on the test's file: %v, %q", err, out)
+	}
+	hupUntil("the helper to re-execute and listen again", func(log string) bool {
+		return strings.Count(log, "glean-helper starting") == 2
+	})
+	if !strings.Contains(helperLog(), "re-executing") {
+		t.Errorf("the helper's log does not say it re-executed:\n%s", e.Logs())
+	}
+
+	// The re-executed helper serves gleand: the job's pilot is submitted
+	// through it (as its owner) and runs the tasks.
+	e.WriteFile(t, "task.sh", "#!/bin/sh\ntrue\n", 0o755)
+	anchor := e.Sbatch(t, "", "--glean=mode=scavenger", "--array=0-1", "task.sh")
+	r := e.WaitState(t, anchor, 2*time.Minute, spool.StateDone, spool.StateFailed, spool.StateCancelled)
+	if r.State != spool.StateDone {
+		t.Errorf("job %s after the helper's reload: %s\n%s", anchor, r.State, e.Logs())
 	}
 }
