@@ -303,7 +303,6 @@ type decider struct {
 	moved       map[int]Action        // pilot -> its move this round (poolMoves)
 	movedCharge map[int]time.Duration // job -> the budget its moves in took (poolMoves)
 	uncovered   []int                 // job -> pending tasks no pilot will take (submit)
-	partMember  map[string][]bool
 
 	sc         *scratch // where the slices and maps above live
 	h          *tracker // when the decision may change (DecideHold; nil: not tracked)
@@ -322,13 +321,9 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	sc.gone = reuse(sc.gone, len(st.Pilots))
 	d.gone = sc.gone
 	sc.pjob = reuse(sc.pjob, len(st.Pilots))
-	if !sc.sameNodes(s) {
+	if !sc.topo.same(s) {
 		sc.nodeIdx = nodeIndexInto(reuseMap(sc.nodeIdx), s)
 		sc.names = newNodeNames(s, sc.nodeIdx)
-		sc.nodeNames = sc.nodeNames[:0]
-		for i := range s.Nodes {
-			sc.nodeNames = append(sc.nodeNames, s.Nodes[i].Name)
-		}
 	}
 	d.nodeIdx = sc.nodeIdx
 	d.names = sc.names
@@ -728,36 +723,9 @@ func (d *decider) baseCancels() {
 	}
 }
 
-// member reports node membership of a partition, cached.
+// member reports node membership of a partition.
 func (d *decider) member(name string) []bool {
-	if m, ok := d.partMember[name]; ok {
-		return m
-	}
-	sc := d.sc
-	if d.partMember == nil {
-		sc.partMember, sc.nMembers = reuseMap(sc.partMember), 0
-		d.partMember = sc.partMember
-	}
-	if sc.nMembers == len(sc.members) {
-		sc.members = append(sc.members, nil)
-	}
-	m := reuse(sc.members[sc.nMembers], len(d.s.Nodes))
-	sc.members[sc.nMembers] = m
-	sc.nMembers++
-	if p := d.s.Partition(name); p != nil {
-		for k, n := range p.Nodes {
-			if i, ok := nodeAt(d.s, d.nodeIdx, k, n); ok {
-				m[i] = true
-			}
-		}
-	}
-	for i := range d.s.Nodes {
-		if !m[i] && slices.Contains(d.s.Nodes[i].Partitions, name) {
-			m[i] = true
-		}
-	}
-	d.partMember[name] = m
-	return m
+	return d.sc.topo.partNodes(d.s, name, d.nodeIdx).in
 }
 
 // partitions of a job: its comma-separated list, or the default.

@@ -1,24 +1,27 @@
 package policy
 
 import (
-	"github.com/glean-hpc/glean/sidecar/cluster"
+	"slices"
 	"sync"
+	"unsafe"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
 )
 
 // scratch is the memory one decision works in: its maps and per-node and
 // per-pilot slices, kept between decisions (scratchPool) so that a caller
 // deciding every cycle, the simulator above all, does not allocate them
-// afresh each time. Nothing in it outlives the decision or reaches its
-// result: every piece is cleared before use, so a decision reads nothing
-// an earlier one left.
+// afresh each time. Nothing in it reaches a decision's result, and every
+// piece is cleared before use, so a decision reads nothing an earlier one
+// left, but for what depends only on the cluster's shape (the node index,
+// topo), kept while the next snapshot has the same nodes and partitions.
 type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
-	// nodeIdx and names are of the nodes named nodeNames: the last
-	// decision's, kept when the next snapshot names the same nodes.
-	nodeNames []string
-	names     nodeNames
-	started   map[string]bool
-	acts      []Action // the decision's actions as emitted (decider.result)
+	// nodeIdx and names are of topo's nodes: the last decision's, kept
+	// when the next snapshot names the same nodes.
+	names   nodeNames
+	started map[string]bool
+	acts    []Action // the decision's actions as emitted (decider.result)
 
 	pilots                                    []Pilot
 	pilotOn, wAt, pend                        []int
@@ -36,10 +39,9 @@ type scratch struct {
 
 	dec decider // the decision itself
 
-	// member: the partitions' node sets, nMembers of members in use
-	partMember map[string][]bool
-	members    [][]bool
-	nMembers   int
+	// topo: the partitions' node sets, kept while the snapshots' nodes
+	// and partitions stay the same
+	topo topology
 	// rulePass: its pools, nPools of pools in use
 	poolKey  map[string]*pool
 	poolList []*pool
@@ -102,20 +104,6 @@ func reuseMap[K comparable, V any](m map[K]V) map[K]V {
 	return m
 }
 
-// sameNodes reports whether s names the nodes that sc.nodeIdx and
-// sc.names were built for, in the same order.
-func (sc *scratch) sameNodes(s *cluster.Snapshot) bool {
-	if sc.nodeIdx == nil || len(sc.nodeNames) != len(s.Nodes) {
-		return false
-	}
-	for i := range s.Nodes {
-		if s.Nodes[i].Name != sc.nodeNames[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // indexJobs fills sc.jn for s: the node names of each job looked up once
 // per decision.
 func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
@@ -145,3 +133,80 @@ func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
 
 // jobNodes is job k's node indices (indexJobs).
 func (sc *scratch) jobNodes(k int) []int { return sc.jn[sc.jnStart[k]:sc.jnStart[k+1]] }
+
+// partNodes is one partition's nodes (members).
+type partNodes struct {
+	idx     []int    // their indices in the snapshot's nodes, each once
+	missing []string // names the partition lists that no node has
+	in      []bool   // by node: a member
+}
+
+// topology caches what the snapshot's node names, the nodes' partition
+// lists and the partitions' node lists give: each partition's nodes. A
+// caller deciding every cycle on the same cluster (the simulator above
+// all) asks for the same sets every time; they are computed again only
+// when the snapshot differs in any of those (same checks its copy).
+type topology struct {
+	nodeNames []string
+	nodeParts [][]string
+	parts     []cluster.Partition // Name and Nodes, copied
+	byName    map[string]partNodes
+}
+
+// same reports whether s has the nodes and partitions the cache was made
+// for, and if not, makes it s's (empty). Strings are compared; those the
+// caller passes again are the same memory, which compares at once.
+func (t *topology) same(s *cluster.Snapshot) bool {
+	ok := t.byName != nil && len(t.nodeNames) == len(s.Nodes) && len(t.parts) == len(s.Partitions)
+	for i := 0; ok && i < len(s.Nodes); i++ {
+		ok = sameString(s.Nodes[i].Name, t.nodeNames[i]) && sameStrings(s.Nodes[i].Partitions, t.nodeParts[i])
+	}
+	for k := 0; ok && k < len(s.Partitions); k++ {
+		ok = sameString(s.Partitions[k].Name, t.parts[k].Name) && sameStrings(s.Partitions[k].Nodes, t.parts[k].Nodes)
+	}
+	if ok {
+		return true
+	}
+	t.byName = reuseMap(t.byName)
+	t.nodeNames, t.nodeParts, t.parts = t.nodeNames[:0], t.nodeParts[:0], t.parts[:0]
+	for i := range s.Nodes {
+		t.nodeNames = append(t.nodeNames, s.Nodes[i].Name)
+		t.nodeParts = append(t.nodeParts, slices.Clone(s.Nodes[i].Partitions))
+	}
+	for k := range s.Partitions {
+		t.parts = append(t.parts, cluster.Partition{Name: s.Partitions[k].Name, Nodes: slices.Clone(s.Partitions[k].Nodes)})
+	}
+	return false
+}
+
+// partNodes is partition name's nodes in s (idx: nodeIndex(s)); the
+// caller has checked same(s) in this decision.
+func (t *topology) partNodes(s *cluster.Snapshot, name string, idx map[string]int) partNodes {
+	if t.byName == nil { // no decision checked: nothing kept
+		return members(s, name, idx)
+	}
+	pn, ok := t.byName[name]
+	if !ok {
+		pn = members(s, name, idx)
+		t.byName[name] = pn
+	}
+	return pn
+}
+
+// sameString is a == b, at once for the same memory (strings do not
+// change): the caller that passes its strings again pays no comparison.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameString(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}

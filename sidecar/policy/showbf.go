@@ -431,29 +431,37 @@ func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated, moves bool) {
 // its node list and from the nodes' partition lists), and returns it and
 // the names it lists that the snapshot has no node for.
 func (c *calc) partitionNodes(name string, idx []int) ([]int, []string) {
-	var missing []string
-	c.gen++
+	pn := c.sc.topo.partNodes(c.s, name, c.idx)
+	return append(idx, pn.idx...), pn.missing
+}
+
+// members is partitionNodes(name) of s computed afresh: its nodes'
+// indices, each once, and the names it lists that s has no node for.
+func members(s *cluster.Snapshot, name string, idx map[string]int) partNodes {
+	var pn partNodes
+	seen := make([]bool, len(s.Nodes))
 	add := func(i int) {
-		if c.stamp[i] != c.gen {
-			c.stamp[i] = c.gen
-			idx = append(idx, i)
+		if !seen[i] {
+			seen[i] = true
+			pn.idx = append(pn.idx, i)
 		}
 	}
-	if p := c.s.Partition(name); p != nil {
+	if p := s.Partition(name); p != nil {
 		for k, n := range p.Nodes {
-			if i, ok := nodeAt(c.s, c.idx, k, n); ok {
+			if i, ok := nodeAt(s, idx, k, n); ok {
 				add(i)
-			} else if !slices.Contains(missing, n) {
-				missing = append(missing, n)
+			} else if !slices.Contains(pn.missing, n) {
+				pn.missing = append(pn.missing, n)
 			}
 		}
 	}
-	for i := range c.s.Nodes {
-		if c.stamp[i] != c.gen && slices.Contains(c.s.Nodes[i].Partitions, name) {
+	for i := range s.Nodes {
+		if !seen[i] && slices.Contains(s.Nodes[i].Partitions, name) {
 			add(i)
 		}
 	}
-	return idx, missing
+	pn.in = seen
+	return pn
 }
 
 // freeNow reports whether node i can start a job now, ignoring claims.
