@@ -149,8 +149,10 @@ type partNodes struct {
 type topology struct {
 	nodeNames []string
 	nodeParts [][]string
-	parts     []cluster.Partition // Name and Nodes, copied
-	byName    map[string]partNodes
+	// partsAsBefore: node i's copied partition list equals node i-1's
+	partsAsBefore []bool
+	parts         []cluster.Partition // Name and Nodes, copied
+	byName        map[string]partNodes
 }
 
 // same reports whether s has the nodes and partitions the cache was made
@@ -159,7 +161,13 @@ type topology struct {
 func (t *topology) same(s *cluster.Snapshot) bool {
 	ok := t.byName != nil && len(t.nodeNames) == len(s.Nodes) && len(t.parts) == len(s.Partitions)
 	for i := 0; ok && i < len(s.Nodes); i++ {
-		ok = sameString(s.Nodes[i].Name, t.nodeNames[i]) && sameStrings(s.Nodes[i].Partitions, t.nodeParts[i])
+		ok = sameString(s.Nodes[i].Name, t.nodeNames[i])
+		// Nodes that share one partition list (the same memory, as most
+		// callers build them) compare it once: it held the copy's content
+		// at the node before, and the copies are alike where noted.
+		if ok && !(i > 0 && t.partsAsBefore[i] && sameMemory(s.Nodes[i].Partitions, s.Nodes[i-1].Partitions)) {
+			ok = sameStrings(s.Nodes[i].Partitions, t.nodeParts[i])
+		}
 	}
 	for k := 0; ok && k < len(s.Partitions); k++ {
 		ok = sameString(s.Partitions[k].Name, t.parts[k].Name) && sameStrings(s.Partitions[k].Nodes, t.parts[k].Nodes)
@@ -169,14 +177,21 @@ func (t *topology) same(s *cluster.Snapshot) bool {
 	}
 	t.byName = reuseMap(t.byName)
 	t.nodeNames, t.nodeParts, t.parts = t.nodeNames[:0], t.nodeParts[:0], t.parts[:0]
+	t.partsAsBefore = t.partsAsBefore[:0]
 	for i := range s.Nodes {
 		t.nodeNames = append(t.nodeNames, s.Nodes[i].Name)
 		t.nodeParts = append(t.nodeParts, slices.Clone(s.Nodes[i].Partitions))
+		t.partsAsBefore = append(t.partsAsBefore, i > 0 && slices.Equal(t.nodeParts[i], t.nodeParts[i-1]))
 	}
 	for k := range s.Partitions {
 		t.parts = append(t.parts, cluster.Partition{Name: s.Partitions[k].Name, Nodes: slices.Clone(s.Partitions[k].Nodes)})
 	}
 	return false
+}
+
+// sameMemory: a and b are one slice (the same elements, the same length).
+func sameMemory(a, b []string) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 // partNodes is partition name's nodes in s (idx: nodeIndex(s)); the
