@@ -479,14 +479,6 @@ func (d *decider) jobOf(pi int) *ElasticJob {
 	return &d.st.Jobs[c.ji]
 }
 
-// modeOf is the mode of a pilot's job; an orphan's pilots are Fair.
-func (d *decider) modeOf(p *Pilot) Mode {
-	if j := d.job(p); j != nil {
-		return j.Mode
-	}
-	return Fair
-}
-
 func (d *decider) emit(a Action) { d.acts = append(d.acts, a) }
 
 func (d *decider) cancel(pi int, c Cause, why string) {
@@ -654,14 +646,26 @@ func (d *decider) idleSlots(id string) (pending, idle []int) {
 // first), then idle running ones in cancel order. Busy pilots keep their
 // task. Orphans (pilots of jobs not in State) have no work.
 func (d *decider) noWork() {
-	seen := map[string]bool{}
-	for _, p := range d.st.Pilots {
-		if seen[p.Job] {
-			continue
+	// Each job once, in the order of its first pilot: known jobs by
+	// index, orphans (rare) by name.
+	d.sc.seenJob = reuse(d.sc.seenJob, len(d.st.Jobs))
+	var orphans []string
+	for pi, p := range d.st.Pilots {
+		j := d.jobOf(pi)
+		if j != nil {
+			ji := d.sc.pjob[pi].ji
+			if d.sc.seenJob[ji] {
+				continue
+			}
+			d.sc.seenJob[ji] = true
+		} else {
+			if slices.Contains(orphans, p.Job) {
+				continue
+			}
+			orphans = append(orphans, p.Job)
 		}
-		seen[p.Job] = true
 		tasks := 0
-		if j := d.job(&p); j != nil {
+		if j != nil {
 			if j.Mode == Thesis && d.cfg.ThesisHoldEmpty {
 				continue
 			}

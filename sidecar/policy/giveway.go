@@ -139,7 +139,7 @@ func (d *decider) givable(pi int) bool {
 		return false
 	}
 	j := d.jobOf(pi)
-	return j == nil || j.Mode != Thesis // an orphan's pilots are Fair (modeOf)
+	return j == nil || j.Mode != Thesis // an orphan's pilots are Fair
 }
 
 func (d *decider) anyGivable() bool {
@@ -224,6 +224,7 @@ type pool struct {
 	nodes []int
 	left  int
 	parts []string
+	in    []bool // by node: in one of parts (inAny), looked up once
 	// blocked: every node not taken is behind a window claim that blocks
 	// the jobs ranked from blockedFrom on, the latest starting at
 	// blockedMax. It stays so for the lower jobs (a claim's blocking
@@ -264,7 +265,7 @@ func (ps *pools) sortPilots() {
 	for _, p := range ps.list { // as pools.of made them, in the new order
 		p.nodes = p.nodes[:0]
 		for _, i := range ps.all {
-			if d.inAny(i, p.parts) {
+			if p.in[i] {
 				p.nodes = append(p.nodes, i)
 			}
 		}
@@ -281,9 +282,10 @@ func (ps *pools) of(j *cluster.Job) *pool {
 	}
 	p := &sc.pools[sc.nPools]
 	sc.nPools++
-	*p = pool{nodes: p.nodes[:0], parts: ps.d.partitions(j)}
+	*p = pool{nodes: p.nodes[:0], parts: ps.d.partitions(j), in: p.in}
+	p.in = ps.d.union(p.parts, p.in)
 	for _, i := range ps.all {
-		if ps.d.inAny(i, p.parts) {
+		if p.in[i] {
 			p.nodes = append(p.nodes, i)
 		}
 	}
@@ -330,7 +332,7 @@ func (d *decider) lossOnce(pi int) bool {
 func (ps *pools) take(i int) {
 	ps.d.consumed[i] = true
 	for _, q := range ps.list {
-		if ps.d.inAny(i, q.parts) {
+		if q.in[i] {
 			q.left--
 		}
 	}

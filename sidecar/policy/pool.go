@@ -209,7 +209,10 @@ func (d *decider) fifo() {
 	defer func() { d.sc.fifoCands, d.sc.fifoRetiring = cands, retiring }()
 	for pi := range d.st.Pilots {
 		p := &d.st.Pilots[pi]
-		if d.gone[pi] || p.State != PilotRunning || d.modeOf(p) == Thesis || d.job(p) == nil {
+		if d.gone[pi] || p.State != PilotRunning {
+			continue
+		}
+		if j := d.jobOf(pi); j == nil || j.Mode == Thesis {
 			continue
 		}
 		if i, ok := d.names.get(p.Node); !ok || d.wAt[i] < 0 {

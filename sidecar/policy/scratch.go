@@ -35,6 +35,7 @@ type scratch struct {
 	slots                                     []topSlot
 	withs                                     []mtime    // ruleTop
 	pjob                                      []pilotJob // job of a pilot, by pilot
+	seenJob                                   []bool     // noWork: by job
 	wRank                                     []int      // claimRank by window, +1 (0: not known yet)
 
 	dec decider // the decision itself

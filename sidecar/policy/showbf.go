@@ -768,6 +768,10 @@ var noReserve = map[string]bool{
 // and QOS limits (Assoc*, QOS*, Max*PerAccount) do not: backfill skips
 // such jobs before planning them.
 func Reserves(reason string) bool {
+	switch reason {
+	case "Resources", "Priority": // nearly every line: no lookup
+		return true
+	}
 	r, _, _ := strings.Cut(reason, ",") // "ReqNodeNotAvail, UnavailableNodes:..."
 	r = strings.TrimSpace(r)
 	switch {
