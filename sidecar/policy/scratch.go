@@ -150,10 +150,11 @@ type partNodes struct {
 type topology struct {
 	nodeNames []string
 	nodeParts [][]string
-	// partsAsBefore: node i's copied partition list equals node i-1's
-	partsAsBefore []bool
-	parts         []cluster.Partition // Name and Nodes, copied
-	byName        map[string]partNodes
+	// partsAsBefore: node i's copied partition list equals node i-1's;
+	// nodesAsBefore: partition k's copied node list equals k-1's
+	partsAsBefore, nodesAsBefore []bool
+	parts                        []cluster.Partition // Name and Nodes, copied
+	byName                       map[string]partNodes
 }
 
 // same reports whether s has the nodes and partitions the cache was made
@@ -165,13 +166,17 @@ func (t *topology) same(s *cluster.Snapshot) bool {
 		ok = sameString(s.Nodes[i].Name, t.nodeNames[i])
 		// Nodes that share one partition list (the same memory, as most
 		// callers build them) compare it once: it held the copy's content
-		// at the node before, and the copies are alike where noted.
+		// at the node before, and the copies are alike where noted. The
+		// same for partitions that share one node list.
 		if ok && !(i > 0 && t.partsAsBefore[i] && sameMemory(s.Nodes[i].Partitions, s.Nodes[i-1].Partitions)) {
 			ok = sameStrings(s.Nodes[i].Partitions, t.nodeParts[i])
 		}
 	}
 	for k := 0; ok && k < len(s.Partitions); k++ {
-		ok = sameString(s.Partitions[k].Name, t.parts[k].Name) && sameStrings(s.Partitions[k].Nodes, t.parts[k].Nodes)
+		ok = sameString(s.Partitions[k].Name, t.parts[k].Name)
+		if ok && !(k > 0 && t.nodesAsBefore[k] && sameMemory(s.Partitions[k].Nodes, s.Partitions[k-1].Nodes)) {
+			ok = sameStrings(s.Partitions[k].Nodes, t.parts[k].Nodes)
+		}
 	}
 	if ok {
 		return true
@@ -184,8 +189,10 @@ func (t *topology) same(s *cluster.Snapshot) bool {
 		t.nodeParts = append(t.nodeParts, slices.Clone(s.Nodes[i].Partitions))
 		t.partsAsBefore = append(t.partsAsBefore, i > 0 && slices.Equal(t.nodeParts[i], t.nodeParts[i-1]))
 	}
+	t.nodesAsBefore = t.nodesAsBefore[:0]
 	for k := range s.Partitions {
 		t.parts = append(t.parts, cluster.Partition{Name: s.Partitions[k].Name, Nodes: slices.Clone(s.Partitions[k].Nodes)})
+		t.nodesAsBefore = append(t.nodesAsBefore, k > 0 && slices.Equal(t.parts[k].Nodes, t.parts[k-1].Nodes))
 	}
 	return false
 }
