@@ -243,8 +243,8 @@ func naturalRanks(s *cluster.Snapshot) []int {
 
 // backfillWindows is BackfillWindows noting in h when the windows' shape
 // may change with the clock (claims start, holders end, the EASY shadow
-// moves); a nil h notes nothing. FreeAt is not tracked: Decide does not
-// read it.
+// moves); a nil h notes nothing. FreeAt is not tracked, nor filled in
+// for Decide (with a scratch): it does not read it.
 //
 // names is newNodeNames(s, nodeIndex(s)), if the caller has it; nil:
 // built here. With a
@@ -298,7 +298,7 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
 	for _, i := range ours {
 		out.Nodes = append(out.Nodes, NodeWindow{})
-		c.window(&out.Nodes[len(out.Nodes)-1], i, part.Up, horizon)
+		c.window(&out.Nodes[len(out.Nodes)-1], i, part.Up, horizon, !decider)
 	}
 	for _, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
@@ -691,11 +691,15 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	return l // sorted by firstNodes, as far as needed
 }
 
-// window fills in w, a zero NodeWindow, for node i.
-func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration) {
+// window fills in w, a zero NodeWindow, for node i; FreeAt only if
+// freeAt (Decide does not read it).
+func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration, freeAt bool) {
 	node := &c.s.Nodes[i]
 	n := &c.nodes[i]
-	w.Node, w.State, w.FreeAt = node.Name, node.State, c.freeAt(i)
+	w.Node, w.State = node.Name, node.State
+	if freeAt {
+		w.FreeAt = c.freeAt(i)
+	}
 	w.Until, w.ClaimedBy, w.Estimated = n.claim, n.claimBy, n.estimated
 	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
 		return
