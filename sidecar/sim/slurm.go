@@ -347,7 +347,8 @@ func (b *slurmLike) slotEnd(i int) time.Duration {
 // which no node comes free.
 func (b *slurmLike) window(start, end time.Duration) (later time.Duration) {
 	b.avail.copyFrom(b.all)
-	for i, sl := range b.slots {
+	for i := b.slotAt(start); i < len(b.slots); i++ {
+		sl := b.slots[i]
 		e := b.slotEnd(i)
 		if e > start && i+1 < len(b.slots) && later == 0 {
 			next := b.slots[i+1].avail
@@ -456,8 +457,8 @@ func (b *slurmLike) addFreed(s *State) {
 // [st, en) (backfill.c's _test_resv_overlap): the will-run test looked at
 // the reservations around the tested start, not around the job's own.
 func (b *slurmLike) overlaps(st, en time.Duration) bool {
-	for i, sl := range b.slots {
-		if b.slotEnd(i) > st && sl.t < en && !b.pickSet.subsetOf(sl.avail) {
+	for i := b.slotAt(st); i < len(b.slots) && b.slots[i].t < en; i++ {
+		if b.slotEnd(i) > st && !b.pickSet.subsetOf(b.slots[i].avail) {
 			return true
 		}
 	}
@@ -486,20 +487,28 @@ func (b *slurmLike) reserve(st, en time.Duration) {
 
 // split makes a stretch begin at t (within the plan) and returns its index.
 func (b *slurmLike) split(t time.Duration) int {
-	i, found := slices.BinarySearchFunc(b.slots, t, func(sl slot, t time.Duration) int {
-		switch {
-		case sl.t < t:
-			return -1
-		case sl.t > t:
-			return 1
-		}
-		return 0
-	})
-	if !found {
-		// i > 0: the first stretch begins at the plan's start, before t.
-		b.slots = slices.Insert(b.slots, i, slot{t: t, avail: b.newSet(b.slots[i-1].avail)})
+	i := b.slotAt(t)
+	if b.slots[i].t == t {
+		return i
 	}
-	return i
+	b.slots = slices.Insert(b.slots, i+1, slot{t: t, avail: b.newSet(b.slots[i].avail)})
+	return i + 1
+}
+
+// slotAt returns the index of the stretch that holds t, which is not
+// before the plan's start. The tries of one job and the stretches it
+// spans lie mostly late in a long plan: a scan from the start would
+// dominate a pass.
+func (b *slurmLike) slotAt(t time.Duration) int {
+	lo, hi := 0, len(b.slots) // b.slots[lo].t <= t < b.slots[hi].t
+	for hi-lo > 1 {
+		if mid := int(uint(lo+hi) >> 1); b.slots[mid].t <= t {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // samePlan reports whether the last pass planned what the one before did:
