@@ -278,6 +278,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		}
 		t = max(t, startRes)
 		if t <= now {
+			b.pickNodes(s, j.nodes)
 			s.startOn(j, slices.Clone(b.pick))
 			b.nFreed = 0
 			return true
@@ -293,6 +294,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			b.planStart[j] = t // shown, but nothing is reserved
 			return false
 		}
+		b.pickNodes(s, j.nodes)
 		st, en := floorTo(t, res), floorTo(addSat(t, lim), res)
 		if b.overlaps(st, en) {
 			if startRes == t {
@@ -373,8 +375,8 @@ func (b *slurmLike) window(start, end time.Duration) (later time.Duration) {
 // willRun is select/linear's will-run test on b.avail: the job starts now
 // if enough of those nodes are idle, else when enough running jobs have
 // ended, taken by their planned ends (a job past its end but not yet
-// killed ends a second from now). It leaves the chosen nodes in b.pick and
-// b.pickSet.
+// killed ends a second from now). It leaves the nodes free by then in
+// b.cand, for pickNodes.
 func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 	b.cand.copyFrom(s.idle)
 	b.cand.and(b.avail)
@@ -422,6 +424,13 @@ func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 			t = s.now + time.Second
 		}
 	}
+	return t, true
+}
+
+// pickNodes chooses n of the nodes willRun left in b.cand, into b.pick and
+// b.pickSet. Only a start or a reservation needs them: on KTH-SP2 half
+// the tries that find a time move on to a later start instead.
+func (b *slurmLike) pickNodes(s *State, n int) {
 	var ok bool
 	s.runs, b.pick, ok = bestFit(b.cand, n, s.runs, b.pick[:0])
 	if !ok {
@@ -432,7 +441,6 @@ func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 	for _, sp := range b.pick {
 		b.pickSet.setRange(int(sp.first), int(sp.n))
 	}
-	return t, true
 }
 
 // addFreed builds the next row of b.freed.
