@@ -93,32 +93,35 @@ func (b bitset) addSpans(spans []span, mask bitset) int {
 // the unit is a processor of a 9,216-processor machine.
 type span struct{ first, n int32 }
 
-// runs appends the maximal runs of consecutive nodes in b to dst.
+// runs appends the maximal runs of consecutive nodes in b to dst. It
+// walks each word by its bit flips: best fit calls it for every start and
+// reservation.
 func (b bitset) runs(dst []span) []span {
-	n := len(b) * 64
-	for i := b.next(0, true); i < n; {
-		j := b.next(i, false)
-		dst = append(dst, span{int32(i), int32(j - i)})
-		i = b.next(j, true)
+	first := -1 // the open run's first node
+	for w, x := range b {
+		for o := 0; o < 64; {
+			if first < 0 {
+				y := x >> uint(o)
+				if y == 0 {
+					break // no run starts in the rest of the word
+				}
+				o += bits.TrailingZeros64(y)
+				first = w*64 + o
+			} else {
+				y := ^x >> uint(o)
+				if y == 0 {
+					break // the run goes on into the next word
+				}
+				o += bits.TrailingZeros64(y)
+				dst = append(dst, span{int32(first), int32(w*64 + o - first)})
+				first = -1
+			}
+		}
+	}
+	if first >= 0 {
+		dst = append(dst, span{int32(first), int32(len(b)*64 - first)})
 	}
 	return dst
-}
-
-// next returns the first node at or after i whose bit is v, or len(b)*64.
-func (b bitset) next(i int, v bool) int {
-	for w := i / 64; w < len(b); w++ {
-		x := b[w]
-		if !v {
-			x = ^x
-		}
-		if w == i/64 {
-			x &^= 1<<uint(i%64) - 1
-		}
-		if x != 0 {
-			return w*64 + bits.TrailingZeros64(x)
-		}
-	}
-	return len(b) * 64
 }
 
 // bestFit picks n nodes of avail as Slurm's select/linear does (_job_test
@@ -152,7 +155,16 @@ func bestFit(avail bitset, n int, runs, dst []span) ([]span, []span, bool) {
 	return runs, dst, true
 }
 
-// sortSpans orders an allocation by node, for stable host lists.
+// sortSpans orders an allocation by node, for stable host lists. Most
+// allocations are a span or two: those skip the sort's calls.
 func sortSpans(a []span) {
-	slices.SortFunc(a, func(x, y span) int { return cmp.Compare(x.first, y.first) })
+	if len(a) > 8 {
+		slices.SortFunc(a, func(x, y span) int { return cmp.Compare(x.first, y.first) })
+		return
+	}
+	for i := 1; i < len(a); i++ {
+		for k := i; k > 0 && a[k].first < a[k-1].first; k-- {
+			a[k], a[k-1] = a[k-1], a[k]
+		}
+	}
 }
