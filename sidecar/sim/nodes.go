@@ -51,9 +51,19 @@ func (b bitset) count() int {
 	return n
 }
 
-func (b bitset) copyFrom(o bitset) { copy(b, o) }
+// The loops below reslice o to b's length so that the compiler drops the
+// bounds checks; copyFrom is a loop because a machine is a few words and
+// copy's call to memmove costs more than the copy.
+
+func (b bitset) copyFrom(o bitset) {
+	o = o[:len(b)]
+	for i := range b {
+		b[i] = o[i]
+	}
+}
 
 func (b bitset) and(o bitset) {
+	o = o[:len(b)]
 	for i := range b {
 		b[i] &= o[i]
 	}
@@ -61,8 +71,20 @@ func (b bitset) and(o bitset) {
 
 // subsetOf reports whether every node of b is in o.
 func (b bitset) subsetOf(o bitset) bool {
+	o = o[:len(b)]
 	for i := range b {
 		if b[i]&^o[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// subsetOfBoth reports whether every node of b is in both o and p.
+func (b bitset) subsetOfBoth(o, p bitset) bool {
+	o, p = o[:len(b)], p[:len(b)]
+	for i := range b {
+		if b[i]&^(o[i]&p[i]) != 0 {
 			return false
 		}
 	}

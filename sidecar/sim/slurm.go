@@ -264,10 +264,17 @@ func (b *slurmLike) test(s *State, j *job) bool {
 	now, res := s.now, b.p.BFResolution
 	lim := b.limit(s, j)
 	startRes := now
+	// from is the stretch that holds startRes. Tries only move later and
+	// the plan stays as it is until the test ends, so each try finds its
+	// first stretch from the last one's.
+	from := 0
 	// Each try starts later, at a plan boundary, a running job's end or a
 	// bf_resolution step: the bound is only a guard.
 	for range 2*(len(b.slots)+len(s.running)) + 4 {
-		later := b.window(startRes, addSat(startRes, lim))
+		for from+1 < len(b.slots) && b.slots[from+1].t <= startRes {
+			from++
+		}
+		later := b.window(from, startRes, addSat(startRes, lim))
 		t, ok := b.willRun(s, j.nodes)
 		if !ok {
 			if later == 0 {
@@ -343,31 +350,29 @@ func (b *slurmLike) slotEnd(i int) time.Duration {
 }
 
 // window sets b.avail to the nodes free of reservations over [start, end]
-// (a reservation starting at end counts, as in backfill.c) and returns the
-// next time worth trying if the job cannot start by the end of the first
-// stretch, 0 if none. Like backfill.c it skips a stretch boundary after
-// which no node comes free.
-func (b *slurmLike) window(start, end time.Duration) (later time.Duration) {
-	b.avail.copyFrom(b.all)
-	for i := b.slotAt(start); i < len(b.slots); i++ {
-		sl := b.slots[i]
+// (a reservation starting at end counts, as in backfill.c), looking from
+// stretch from, which holds start. It returns the next time worth trying
+// if the job cannot start by the end of the first stretch, 0 if none.
+// Like backfill.c it skips a stretch boundary after which no node comes
+// free.
+func (b *slurmLike) window(from int, start, end time.Duration) (later time.Duration) {
+	// Locals, not fields: the stores into avail would make the compiler
+	// load b.avail and b.slots again for every stretch.
+	avail, slots := b.avail, b.slots
+	avail.copyFrom(b.all)
+	for i := from; i < len(slots); i++ {
+		sl := &slots[i]
 		e := b.slotEnd(i)
-		if e > start && i+1 < len(b.slots) && later == 0 {
-			next := b.slots[i+1].avail
-			for w := range next {
-				if next[w]&^(b.avail[w]&sl.avail[w]) != 0 {
-					later = e
-					break
-				}
-			}
-		}
 		if e <= start {
 			continue
+		}
+		if later == 0 && i+1 < len(slots) && !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
+			later = e
 		}
 		if sl.t > end {
 			break
 		}
-		b.avail.and(sl.avail)
+		avail.and(sl.avail)
 	}
 	return later
 }
@@ -504,9 +509,8 @@ func (b *slurmLike) split(t time.Duration) int {
 }
 
 // slotAt returns the index of the stretch that holds t, which is not
-// before the plan's start. The tries of one job and the stretches it
-// spans lie mostly late in a long plan: a scan from the start would
-// dominate a pass.
+// before the plan's start. The stretches a job spans may lie far into a
+// long plan: a scan from the start would dominate a pass.
 func (b *slurmLike) slotAt(t time.Duration) int {
 	lo, hi := 0, len(b.slots) // b.slots[lo].t <= t < b.slots[hi].t
 	for hi-lo > 1 {
