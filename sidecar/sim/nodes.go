@@ -43,6 +43,24 @@ func rangeMask(o, k int) uint64 {
 	return (1<<uint(k) - 1) << uint(o)
 }
 
+// setAnd makes b the nodes in both x and y.
+func (b bitset) setAnd(x, y bitset) {
+	x, y = x[:len(b)], y[:len(b)]
+	for i := range b {
+		b[i] = x[i] & y[i]
+	}
+}
+
+// andCount counts the nodes in both b and o.
+func (b bitset) andCount(o bitset) int {
+	o = o[:len(b)]
+	n := 0
+	for i := range b {
+		n += bits.OnesCount64(b[i] & o[i])
+	}
+	return n
+}
+
 func (b bitset) count() int {
 	n := 0
 	for _, w := range b {

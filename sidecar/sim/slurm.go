@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 
@@ -383,51 +382,43 @@ func (b *slurmLike) window(from int, start, end time.Duration) (later time.Durat
 // killed ends a second from now). It leaves the nodes free by then in
 // b.cand, for pickNodes.
 func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
-	b.cand.copyFrom(s.idle)
-	b.cand.and(b.avail)
-	t, have := s.now, b.cand.count()
-	if have < n {
-		// The count of freed nodes in avail grows with k: find the first
-		// k at which it reaches n, first at the rows already built, then
-		// building rows one by one.
-		w := len(b.cand)
-		countAt := func(k int) int {
-			row, c := b.freed[k*w:k*w+w], 0
-			for i, x := range row {
-				c += bits.OnesCount64(x & b.avail[i])
-			}
-			return c
-		}
-		k := -1
-		if b.nFreed > 0 && countAt(b.nFreed-1) >= n {
-			lo, hi := 0, b.nFreed-1 // countAt(hi) >= n
-			for lo < hi {
-				if mid := (lo + hi) / 2; countAt(mid) >= n {
-					hi = mid
-				} else {
-					lo = mid + 1
-				}
-			}
-			k = lo
-		} else {
-			for b.nFreed < len(s.running) {
-				b.addFreed(s)
-				if countAt(b.nFreed-1) >= n {
-					k = b.nFreed - 1
-					break
-				}
+	avail := b.avail
+	if avail.andCount(s.idle) >= n {
+		b.cand.setAnd(s.idle, avail)
+		return s.now, true
+	}
+	// The count of freed nodes in avail grows with k: find the first k at
+	// which it reaches n, first at the rows already built, then building
+	// rows one by one.
+	w := len(avail)
+	fits := func(k int) bool { return avail.andCount(b.freed[k*w:]) >= n }
+	k := -1
+	if b.nFreed > 0 && fits(b.nFreed-1) {
+		lo, hi := 0, b.nFreed-1 // fits(hi)
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); fits(mid) {
+				hi = mid
+			} else {
+				lo = mid + 1
 			}
 		}
-		if k < 0 {
-			return 0, false
+		k = lo
+	} else {
+		for b.nFreed < len(s.running) {
+			b.addFreed(s)
+			if fits(b.nFreed - 1) {
+				k = b.nFreed - 1
+				break
+			}
 		}
-		row := b.freed[k*w : k*w+w]
-		for i := range b.cand {
-			b.cand[i] = row[i] & b.avail[i]
-		}
-		if t = s.running[k].estEnd; t <= s.now {
-			t = s.now + time.Second
-		}
+	}
+	if k < 0 {
+		return 0, false
+	}
+	b.cand.setAnd(b.freed[k*w:], avail)
+	t := s.running[k].estEnd
+	if t <= s.now {
+		t = s.now + time.Second
 	}
 	return t, true
 }
