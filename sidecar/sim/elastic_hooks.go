@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"slices"
 	"time"
 )
@@ -88,12 +87,5 @@ func (s *State) shrink(j *job, n int) {
 	if s.bf != nil {
 		s.bf.ended(s, j)
 		s.ev.add(event{t: s.now, kind: evWake})
-	}
-}
-
-// fix restores the heap after element i changed.
-func (h *events) fix(i int) {
-	if i < len(*h) {
-		heap.Fix(h, i)
 	}
 }

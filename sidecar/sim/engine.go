@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 	"time"
@@ -225,13 +224,8 @@ type event struct {
 	j    *job // nil for evWake
 }
 
-// events is a min-heap on (t, kind, job ID). It is driven through heap.Fix
-// rather than heap.Push/Pop so that no event is boxed into an interface.
-type events []event
-
-func (h events) Len() int { return len(h) }
-func (h events) Less(a, b int) bool {
-	x, y := &h[a], &h[b]
+// before orders events: by time, ends first, ends by job ID.
+func (x *event) before(y *event) bool {
 	if x.t != y.t {
 		return x.t < y.t
 	}
@@ -240,13 +234,15 @@ func (h events) Less(a, b int) bool {
 	}
 	return x.kind == evEnd && x.j.id < y.j.id
 }
-func (h events) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *events) Push(any)     { panic("sim: use add") }
-func (h *events) Pop() any     { panic("sim: use take") }
+
+// events is a binary min-heap on event.before. Its sifts are
+// container/heap's, step for step, written for this one type: the
+// interface calls cost more than the comparisons.
+type events []event
 
 func (h *events) add(e event) {
 	*h = append(*h, e)
-	heap.Fix(h, len(*h)-1)
+	h.up(len(*h) - 1)
 }
 
 func (h *events) take() event {
@@ -256,9 +252,50 @@ func (h *events) take() event {
 	old[0] = old[n]
 	*h = old[:n]
 	if n > 0 {
-		heap.Fix(h, 0)
+		h.down(0)
 	}
 	return e
+}
+
+// fix restores the heap after element i changed (heap.Fix).
+func (h *events) fix(i int) {
+	if i < len(*h) && !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h events) up(j int) {
+	e := h[j]
+	for j > 0 {
+		i := (j - 1) / 2 // parent
+		if !e.before(&h[i]) {
+			break
+		}
+		h[j] = h[i]
+		j = i
+	}
+	h[j] = e
+}
+
+// down reports whether element i0 moved.
+func (h events) down(i0 int) bool {
+	e, i := h[i0], i0
+	for {
+		j := 2*i + 1 // left child
+		if j >= len(h) {
+			break
+		}
+		if j2 := j + 1; j2 < len(h) && h[j2].before(&h[j]) {
+			j = j2
+		}
+		if !h[j].before(&e) {
+			break
+		}
+		h[i] = h[j]
+		i = j
+	}
+	h[i] = e
+	return i > i0
 }
 
 type engine struct {
