@@ -25,6 +25,7 @@ type job struct {
 	estEnd     time.Duration // start + est, saturated
 	alloc      []span        // the nodes it holds, from start on
 	line       *jobLine      // its cached snapshot line (the elastic driver's)
+	plan       int           // 1 + its entry in the Slurm-like scheduler's last plan; 0: none
 	pilot      bool          // the elastic driver's running pilot
 	// full is alloc at the start, released the nodes given back since
 	// (shrink), in order.

@@ -102,15 +102,16 @@ type slurmLike struct {
 	plannedIdle bool // the last plan holds idle nodes (marked planned)
 
 	// The last pass's plan, as squeue --start and sinfo show it: expected
-	// starts and nodes of the pending jobs it tested, and the union of the
-	// nodes it reserved.
-	planStart map[*job]time.Duration
-	planNodes map[*job][]span
+	// starts and nodes of the pending jobs it tested, in queue order
+	// (job.plan points into it), and the union of the nodes it reserved.
+	// The entries' nodes are in planSpans.
+	plan      []planEntry
+	planSpans []span
 	planned   bitset
 	// The plan before the last pass, to tell whether the pass changed
 	// what a snapshot shows.
-	prevStart   map[*job]time.Duration
-	prevNodes   map[*job][]span
+	prev        []planEntry
+	prevSpans   []span
 	prevPlanned bitset
 
 	slots     []slot
@@ -134,11 +135,7 @@ type slurmLike struct {
 func newSlurmLike(size int, p SlurmParams) *slurmLike {
 	b := &slurmLike{
 		p:           p,
-		planStart:   make(map[*job]time.Duration),
-		planNodes:   make(map[*job][]span),
 		planned:     newBitset(size),
-		prevStart:   make(map[*job]time.Duration),
-		prevNodes:   make(map[*job][]span),
 		prevPlanned: newBitset(size),
 		all:         newBitset(size),
 		avail:       newBitset(size),
@@ -210,11 +207,12 @@ func (b *slurmLike) pass(s *State) {
 // (by their time limits) and of the reservations made so far in this pass;
 // a job that can start now starts, the others reserve their nodes.
 func (b *slurmLike) backfill(s *State) {
-	b.prevStart, b.planStart = b.planStart, b.prevStart
-	b.prevNodes, b.planNodes = b.planNodes, b.prevNodes
+	b.prev, b.plan = b.plan, b.prev[:0]
+	b.prevSpans, b.planSpans = b.planSpans, b.prevSpans[:0]
+	for _, e := range b.prev {
+		e.j.plan = 0
+	}
 	copy(b.prevPlanned, b.planned)
-	clear(b.planStart)
-	clear(b.planNodes)
 	clear(b.planned)
 	b.marks = b.plannedIdle // clearing the last pass's marks: work for the next
 	defer func() {
@@ -297,7 +295,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			return false // behind an unlimited job: no start time at all
 		}
 		if t > now+b.p.BFWindow {
-			b.planStart[j] = t // shown, but nothing is reserved
+			b.addPlan(j, t, nil) // shown, but nothing is reserved
 			return false
 		}
 		b.pickNodes(s, j.nodes)
@@ -310,14 +308,35 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			continue
 		}
 		b.reserve(st, en)
-		b.planStart[j] = t
-		b.planNodes[j] = slices.Clone(b.pick)
+		n := len(b.planSpans)
+		b.planSpans = append(b.planSpans, b.pick...)
+		b.addPlan(j, t, b.planSpans[n:len(b.planSpans):len(b.planSpans)])
 		for i := range b.planned {
 			b.planned[i] |= b.pickSet[i]
 		}
 		return false
 	}
 	return false
+}
+
+// planEntry is what a pass planned for one pending job.
+type planEntry struct {
+	j     *job
+	start time.Duration
+	nodes []span // nil if it reserved none
+}
+
+func (b *slurmLike) addPlan(j *job, start time.Duration, nodes []span) {
+	b.plan = append(b.plan, planEntry{j, start, nodes})
+	j.plan = len(b.plan)
+}
+
+// planOf is the last pass's plan for j, if it made one.
+func (b *slurmLike) planOf(j *job) (planEntry, bool) {
+	if j.plan == 0 {
+		return planEntry{}, false
+	}
+	return b.plan[j.plan-1], true
 }
 
 // resetPlan empties the plan: one stretch from now to the window's end.
@@ -516,18 +535,15 @@ func (b *slurmLike) slotAt(t time.Duration) int {
 
 // samePlan reports whether the last pass planned what the one before did:
 // the same expected starts and nodes, the same planned nodes. Then a
-// snapshot shows nothing new.
+// snapshot shows nothing new. Both plans are in queue order, which jobs
+// only leave: the same plan has the same entries in the same places.
 func (b *slurmLike) samePlan() bool {
-	if len(b.planStart) != len(b.prevStart) || len(b.planNodes) != len(b.prevNodes) || !slices.Equal(b.planned, b.prevPlanned) {
+	if len(b.plan) != len(b.prev) || !slices.Equal(b.planned, b.prevPlanned) {
 		return false
 	}
-	for j, t := range b.planStart {
-		if u, ok := b.prevStart[j]; !ok || u != t {
-			return false
-		}
-	}
-	for j, n := range b.planNodes {
-		if m, ok := b.prevNodes[j]; !ok || !slices.Equal(m, n) {
+	for i, e := range b.plan {
+		p := b.prev[i]
+		if e.j != p.j || e.start != p.start || (e.nodes == nil) != (p.nodes == nil) || !slices.Equal(e.nodes, p.nodes) {
 			return false
 		}
 	}
