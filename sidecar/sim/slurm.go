@@ -378,19 +378,23 @@ func (b *slurmLike) window(from int, start, end time.Duration) (later time.Durat
 	// load b.avail and b.slots again for every stretch.
 	avail, slots := b.avail, b.slots
 	avail.copyFrom(b.all)
-	for i := from; i < len(slots); i++ {
-		sl := &slots[i]
-		e := b.slotEnd(i)
-		if e <= start {
-			continue
-		}
-		if later == 0 && i+1 < len(slots) && !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
-			later = e
-		}
-		if sl.t > end {
+	if b.slotEnd(from) <= start {
+		return 0 // start lies at or past the window's end
+	}
+	i := from
+	for ; i+1 < len(slots); i++ {
+		sl, next := &slots[i], &slots[i+1]
+		if !next.avail.subsetOfBoth(avail, sl.avail) {
+			later = next.t // the first boundary after which a node comes free
 			break
 		}
+		if sl.t > end {
+			return 0
+		}
 		avail.and(sl.avail)
+	}
+	for ; i < len(slots) && slots[i].t <= end; i++ {
+		avail.and(slots[i].avail)
 	}
 	return later
 }
