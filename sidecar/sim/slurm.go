@@ -272,7 +272,11 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			from++
 		}
 		later := b.window(from, startRes, addSat(startRes, lim))
-		t, ok := b.willRun(s, j.nodes)
+		by := later // a start after later is tried from there
+		if later == 0 {
+			by = math.MaxInt64
+		}
+		t, ok := b.willRun(s, j.nodes, by)
 		if !ok {
 			if later == 0 {
 				return false
@@ -287,7 +291,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			b.nFreed = 0
 			return true
 		}
-		if later != 0 && t > later {
+		if later != 0 && t > later { // only where willRun could not cut at by
 			startRes = later
 			continue
 		}
@@ -403,21 +407,36 @@ func (b *slurmLike) window(from int, start, end time.Duration) (later time.Durat
 // if enough of those nodes are idle, else when enough running jobs have
 // ended, taken by their planned ends (a job past its end but not yet
 // killed ends a second from now). It leaves the nodes free by then in
-// b.cand, for pickNodes.
-func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
+// b.cand, for pickNodes. It reports false if the job cannot start, or
+// not by `by`: test tries a start after by from by on, so only the jobs
+// that end by then need counting. (It only cuts at by a second or more
+// from now: before that, those jobs need not be the first of s.running.)
+func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, bool) {
 	avail := b.avail
 	if avail.andCount(s.idle) >= n {
 		b.cand.setAnd(s.idle, avail)
 		return s.now, true
 	}
-	// The count of freed nodes in avail grows with k: find the first k at
-	// which it reaches n, first at the rows already built, then building
-	// rows one by one.
+	m := len(s.running) // the running jobs to count
+	if by < math.MaxInt64 && by >= s.now+time.Second {
+		lo, hi := 0, m // the first to end after by
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); s.running[mid].estEnd <= by {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		m = lo
+	}
+	// The count of freed nodes in avail grows with k: find the first k < m
+	// at which it reaches n, first at the rows already built, then
+	// building rows one by one.
 	w := len(avail)
 	fits := func(k int) bool { return avail.andCount(b.freed[k*w:]) >= n }
 	k := -1
-	if b.nFreed > 0 && fits(b.nFreed-1) {
-		lo, hi := 0, b.nFreed-1 // fits(hi)
+	if built := min(b.nFreed, m); built > 0 && fits(built-1) {
+		lo, hi := 0, built-1 // fits(hi)
 		for lo < hi {
 			if mid := int(uint(lo+hi) >> 1); fits(mid) {
 				hi = mid
@@ -427,7 +446,7 @@ func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 		}
 		k = lo
 	} else {
-		for b.nFreed < len(s.running) {
+		for b.nFreed < m {
 			b.addFreed(s)
 			if fits(b.nFreed - 1) {
 				k = b.nFreed - 1
