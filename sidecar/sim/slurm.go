@@ -268,20 +268,19 @@ func (b *slurmLike) test(s *State, j *job) bool {
 	// Each try starts later, at a plan boundary, a running job's end or a
 	// bf_resolution step: the bound is only a guard.
 	for range 2*(len(b.slots)+len(s.running)) + 4 {
-		for from+1 < len(b.slots) && b.slots[from+1].t <= startRes {
-			from++
-		}
-		later := b.window(from, startRes, addSat(startRes, lim))
-		by := later // a start after later is tried from there
-		if later == 0 {
-			by = math.MaxInt64
+		// A start after by is tried again from by, at stretch next (if
+		// there is a next try: next > 0).
+		next := b.window(from, startRes, addSat(startRes, lim))
+		by := time.Duration(math.MaxInt64)
+		if next > 0 {
+			by = b.slots[next].t
 		}
 		t, ok := b.willRun(s, j.nodes, by)
 		if !ok {
-			if later == 0 {
+			if next == 0 {
 				return false
 			}
-			startRes = later
+			startRes, from = by, next
 			continue
 		}
 		t = max(t, startRes)
@@ -291,8 +290,8 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			b.nFreed = 0
 			return true
 		}
-		if later != 0 && t > later { // only where willRun could not cut at by
-			startRes = later
+		if next > 0 && t > by { // only where willRun could not cut at by
+			startRes, from = by, next
 			continue
 		}
 		if t == math.MaxInt64 {
@@ -304,14 +303,18 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		}
 		b.pickNodes(s, j.nodes)
 		st, en := floorTo(t, res), floorTo(addSat(t, lim), res)
-		if b.overlaps(st, en) {
+		// Stretch from begins on a multiple of res, at or before startRes
+		// <= t: at or before st.
+		at := b.slotAt(from, st)
+		if b.overlaps(at, st, en) {
 			if startRes == t {
 				t += res
 			}
 			startRes = t
+			from = b.slotAt(from, startRes)
 			continue
 		}
-		b.reserve(st, en)
+		b.reserve(at, st, en)
 		n := len(b.planSpans)
 		b.planSpans = append(b.planSpans, b.pick...)
 		b.addPlan(j, t, b.planSpans[n:len(b.planSpans):len(b.planSpans)])
@@ -373,11 +376,11 @@ func (b *slurmLike) slotEnd(i int) time.Duration {
 
 // window sets b.avail to the nodes free of reservations over [start, end]
 // (a reservation starting at end counts, as in backfill.c), looking from
-// stretch from, which holds start. It returns the next time worth trying
-// if the job cannot start by the end of the first stretch, 0 if none.
-// Like backfill.c it skips a stretch boundary after which no node comes
-// free.
-func (b *slurmLike) window(from int, start, end time.Duration) (later time.Duration) {
+// stretch from, which holds start. It returns the stretch at whose start
+// the next try begins if the job cannot start by the end of the first
+// stretch, 0 if none. Like backfill.c it skips a stretch boundary after
+// which no node comes free.
+func (b *slurmLike) window(from int, start, end time.Duration) (next int) {
 	// Locals, not fields: the stores into avail would make the compiler
 	// load b.avail and b.slots again for every stretch.
 	avail, slots := b.avail, b.slots
@@ -387,9 +390,9 @@ func (b *slurmLike) window(from int, start, end time.Duration) (later time.Durat
 	}
 	i := from
 	for ; i+1 < len(slots); i++ {
-		sl, next := &slots[i], &slots[i+1]
-		if !next.avail.subsetOfBoth(avail, sl.avail) {
-			later = next.t // the first boundary after which a node comes free
+		sl := &slots[i]
+		if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
+			next = i + 1 // the first boundary after which a node comes free
 			break
 		}
 		if sl.t > end {
@@ -400,7 +403,7 @@ func (b *slurmLike) window(from int, start, end time.Duration) (later time.Durat
 	for ; i < len(slots) && slots[i].t <= end; i++ {
 		avail.and(slots[i].avail)
 	}
-	return later
+	return next
 }
 
 // willRun is select/linear's will-run test on b.avail: the job starts now
@@ -502,8 +505,9 @@ func (b *slurmLike) addFreed(s *State) {
 // overlaps reports whether the picked nodes are reserved anywhere in
 // [st, en) (backfill.c's _test_resv_overlap): the will-run test looked at
 // the reservations around the tested start, not around the job's own.
-func (b *slurmLike) overlaps(st, en time.Duration) bool {
-	for i := b.slotAt(st); i < len(b.slots) && b.slots[i].t < en; i++ {
+// Stretch at holds st.
+func (b *slurmLike) overlaps(at int, st, en time.Duration) bool {
+	for i := at; i < len(b.slots) && b.slots[i].t < en; i++ {
 		if b.slotEnd(i) > st && !b.pickSet.subsetOf(b.slots[i].avail) {
 			return true
 		}
@@ -512,17 +516,16 @@ func (b *slurmLike) overlaps(st, en time.Duration) bool {
 }
 
 // reserve takes the picked nodes out of the plan over [st, en), clipped to
-// the window.
-func (b *slurmLike) reserve(st, en time.Duration) {
-	st = max(st, b.slots[0].t)
+// the window. Stretch at holds st.
+func (b *slurmLike) reserve(at int, st, en time.Duration) {
 	en = min(en, b.windowEnd)
 	if st >= en {
 		return
 	}
-	i := b.split(st)
+	i := b.split(at, st)
 	k := len(b.slots)
 	if en < b.windowEnd {
-		k = b.split(en)
+		k = b.split(i, en)
 	}
 	for ; i < k; i++ {
 		for w := range b.slots[i].avail {
@@ -531,9 +534,10 @@ func (b *slurmLike) reserve(st, en time.Duration) {
 	}
 }
 
-// split makes a stretch begin at t (within the plan) and returns its index.
-func (b *slurmLike) split(t time.Duration) int {
-	i := b.slotAt(t)
+// split makes a stretch begin at t (within the plan) and returns its
+// index. Stretch from begins no later than t.
+func (b *slurmLike) split(from int, t time.Duration) int {
+	i := b.slotAt(from, t)
 	if b.slots[i].t == t {
 		return i
 	}
@@ -541,11 +545,16 @@ func (b *slurmLike) split(t time.Duration) int {
 	return i + 1
 }
 
-// slotAt returns the index of the stretch that holds t, which is not
-// before the plan's start. The stretches a job spans may lie far into a
-// long plan: a scan from the start would dominate a pass.
-func (b *slurmLike) slotAt(t time.Duration) int {
-	lo, hi := 0, len(b.slots) // b.slots[lo].t <= t < b.slots[hi].t
+// slotAt returns the index of the stretch that holds t, searching on from
+// stretch from, which begins no later than t. What a test looks for lies
+// mostly near where it looked last, sometimes far into a long plan: it
+// gallops, then bisects.
+func (b *slurmLike) slotAt(from int, t time.Duration) int {
+	lo, hi := from, from+1
+	for step := 1; hi < len(b.slots) && b.slots[hi].t <= t; step *= 2 {
+		lo, hi = hi, hi+step
+	}
+	hi = min(hi, len(b.slots)) // b.slots[lo].t <= t < b.slots[hi].t
 	for hi-lo > 1 {
 		if mid := int(uint(lo+hi) >> 1); b.slots[mid].t <= t {
 			lo = mid
