@@ -472,6 +472,12 @@ func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, b
 // b.pickSet. Only a start or a reservation needs them: on KTH-SP2 half
 // the tries that find a time move on to a later start instead.
 func (b *slurmLike) pickNodes(s *State, n int) {
+	if b.cand.count() == n {
+		// Best fit takes every run whole: the nodes are the candidates.
+		b.pick = b.cand.runs(b.pick[:0])
+		b.pickSet.copyFrom(b.cand)
+		return
+	}
 	var ok bool
 	s.runs, b.pick, ok = bestFit(b.cand, n, s.runs, b.pick[:0])
 	if !ok {
