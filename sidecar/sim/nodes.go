@@ -87,6 +87,20 @@ func (b bitset) and(o bitset) {
 	}
 }
 
+func (b bitset) or(o bitset) {
+	o = o[:len(b)]
+	for i := range b {
+		b[i] |= o[i]
+	}
+}
+
+func (b bitset) andNot(o bitset) {
+	o = o[:len(b)]
+	for i := range b {
+		b[i] &^= o[i]
+	}
+}
+
 // subsetOf reports whether every node of b is in o.
 func (b bitset) subsetOf(o bitset) bool {
 	o = o[:len(b)]

@@ -318,9 +318,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		n := len(b.planSpans)
 		b.planSpans = append(b.planSpans, b.pick...)
 		b.addPlan(j, t, b.planSpans[n:len(b.planSpans):len(b.planSpans)])
-		for i := range b.planned {
-			b.planned[i] |= b.pickSet[i]
-		}
+		b.planned.or(b.pickSet)
 		return false
 	}
 	return false
@@ -513,8 +511,9 @@ func (b *slurmLike) addFreed(s *State) {
 // the reservations around the tested start, not around the job's own.
 // Stretch at holds st.
 func (b *slurmLike) overlaps(at int, st, en time.Duration) bool {
-	for i := at; i < len(b.slots) && b.slots[i].t < en; i++ {
-		if b.slotEnd(i) > st && !b.pickSet.subsetOf(b.slots[i].avail) {
+	slots, pick := b.slots, b.pickSet
+	for i := at; i < len(slots) && slots[i].t < en; i++ {
+		if b.slotEnd(i) > st && !pick.subsetOf(slots[i].avail) {
 			return true
 		}
 	}
@@ -533,10 +532,8 @@ func (b *slurmLike) reserve(at int, st, en time.Duration) {
 	if en < b.windowEnd {
 		k = b.split(i, en)
 	}
-	for ; i < k; i++ {
-		for w := range b.slots[i].avail {
-			b.slots[i].avail[w] &^= b.pickSet[w]
-		}
+	for _, sl := range b.slots[i:k] {
+		sl.avail.andNot(b.pickSet)
 	}
 }
 
