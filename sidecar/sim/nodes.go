@@ -147,33 +147,34 @@ func (b bitset) addSpans(spans []span, mask bitset) int {
 // the unit is a processor of a 9,216-processor machine.
 type span struct{ first, n int32 }
 
-// runs appends the maximal runs of consecutive nodes in b to dst. It
-// walks each word by its bit flips: best fit calls it for every start and
-// reservation.
+// runs appends the maximal runs of consecutive nodes in b to dst. Best
+// fit calls it for every start and reservation, so it finds each word's
+// first and last nodes of runs with shifts and walks only those bits.
 func (b bitset) runs(dst []span) []span {
-	first := -1 // the open run's first node
+	first, open := 0, false // open: a run goes on from the word before
 	for w, x := range b {
-		for o := 0; o < 64; {
-			if first < 0 {
-				y := x >> uint(o)
-				if y == 0 {
-					break // no run starts in the rest of the word
-				}
-				o += bits.TrailingZeros64(y)
-				first = w*64 + o
-			} else {
-				y := ^x >> uint(o)
-				if y == 0 {
-					break // the run goes on into the next word
-				}
-				o += bits.TrailingZeros64(y)
-				dst = append(dst, span{int32(first), int32(w*64 + o - first)})
-				first = -1
-			}
+		var carry, next uint64
+		if open {
+			carry = 1
 		}
-	}
-	if first >= 0 {
-		dst = append(dst, span{int32(first), int32(len(b)*64 - first)})
+		if w+1 < len(b) {
+			next = b[w+1] << 63
+		}
+		starts := x &^ (x<<1 | carry) // nodes whose predecessor is not in b
+		ends := x &^ (x>>1 | next)    // nodes whose successor is not in b
+		for ends != 0 {
+			if !open {
+				first = w*64 + bits.TrailingZeros64(starts)
+				starts &= starts - 1
+			}
+			last := w*64 + bits.TrailingZeros64(ends)
+			ends &= ends - 1
+			dst = append(dst, span{int32(first), int32(last + 1 - first)})
+			open = false
+		}
+		if starts != 0 {
+			first, open = w*64+bits.TrailingZeros64(starts), true
+		}
 	}
 	return dst
 }
