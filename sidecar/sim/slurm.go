@@ -388,15 +388,21 @@ func (b *slurmLike) window(from int, start, end time.Duration) (next int) {
 	}
 	i := from
 	for ; i+1 < len(slots); i++ {
+		// A stretch within [start, end] joins avail before the test; one
+		// after end only tells whether the next try begins after it.
 		sl := &slots[i]
-		if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
-			next = i + 1 // the first boundary after which a node comes free
-			break
-		}
 		if sl.t > end {
+			if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
+				return i + 1
+			}
 			return 0
 		}
 		avail.and(sl.avail)
+		if !slots[i+1].avail.subsetOf(avail) {
+			next = i + 1 // the first boundary after which a node comes free
+			i++
+			break
+		}
 	}
 	for ; i < len(slots) && slots[i].t <= end; i++ {
 		avail.and(slots[i].avail)
