@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"slices"
 	"time"
 )
@@ -14,7 +13,7 @@ func (s *State) reschedule(j *job, t time.Duration) {
 	}
 	h := s.ev
 	for i := range h {
-		if h[i].kind == evEnd && h[i].j == j {
+		if h[i].j == j {
 			n := len(h) - 1
 			if i != n {
 				h[i] = h[n]
@@ -29,7 +28,7 @@ func (s *State) reschedule(j *job, t time.Duration) {
 	j.end = t
 	j.run = t - j.start
 	s.version++
-	s.ev.add(event{t: t, kind: evEnd, j: j})
+	s.ev.add(event{t: t, j: j})
 }
 
 // Release is a node a running job gave back before its end.
@@ -87,13 +86,6 @@ func (s *State) shrink(j *job, n int) {
 	// The pass at this instant has run: ask for another.
 	if s.bf != nil {
 		s.bf.ended(s, j)
-		s.ev.add(event{t: s.now, kind: evWake})
-	}
-}
-
-// fix restores the heap after element i changed.
-func (h *events) fix(i int) {
-	if i < len(*h) {
-		heap.Fix(h, i)
+		s.wakeNow()
 	}
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 	"time"
@@ -26,6 +25,7 @@ type job struct {
 	estEnd     time.Duration // start + est, saturated
 	alloc      []span        // the nodes it holds, from start on
 	line       *jobLine      // its cached snapshot line (the elastic driver's)
+	plan       int           // 1 + its entry in the Slurm-like scheduler's last plan; 0: none
 	pilot      bool          // the elastic driver's running pilot
 	// full is alloc at the start, released the nodes given back since
 	// (shrink), in order.
@@ -53,8 +53,9 @@ type State struct {
 	// running is ordered by byEstEnd: the order in which the scheduler
 	// expects nodes back, which is all EASY needs for the shadow time.
 	running []*job
-	started bool   // a queued job started during this pass: compact the queue
-	ev      events // job ends and wake-ups
+	started bool            // a queued job started during this pass: compact the queue
+	ev      events          // job ends
+	wakes   []time.Duration // wake-ups (wake), the earliest last
 
 	runs  []span // scratch space of bestFit
 	spans []span // backing store of the jobs' allocations, appended to
@@ -145,7 +146,7 @@ func (s *State) startOn(j *job, alloc []span) {
 	if s.bf != nil {
 		s.bf.touch(s.now)
 	}
-	s.ev.add(event{t: j.end, kind: evEnd, j: j})
+	s.ev.add(event{t: j.end, j: j})
 }
 
 // ceilTo rounds t up to a multiple of d.
@@ -162,11 +163,29 @@ func floorTo(t, d time.Duration) time.Duration { return t - t%d }
 // wake asks for a scheduling pass at t even if nothing ends or arrives
 // then: a reservation may start at a time that is no event. Schedulers ask
 // again at every pass, so an event due by t makes the wake-up redundant.
+// A wake-up is thus earlier than every pending event: wakes is a stack
+// with the earliest on top, and needs no heap.
 func (s *State) wake(t time.Duration) {
-	if t <= s.now || t == math.MaxInt64 || len(s.ev) > 0 && s.ev[0].t <= t {
+	if next, ok := s.nextEvent(); t <= s.now || t == math.MaxInt64 || ok && next <= t {
 		return
 	}
-	s.ev.add(event{t: t, kind: evWake})
+	s.wakes = append(s.wakes, t)
+}
+
+// wakeNow asks for another pass at this instant, after the one that has
+// run. No pending event is earlier.
+func (s *State) wakeNow() { s.wakes = append(s.wakes, s.now) }
+
+// nextEvent is the time of the earliest job end or wake-up, if any.
+func (s *State) nextEvent() (time.Duration, bool) {
+	t, ok := time.Duration(math.MaxInt64), false
+	if len(s.ev) > 0 {
+		t, ok = s.ev[0].t, true
+	}
+	if n := len(s.wakes); n > 0 && s.wakes[n-1] < t {
+		t, ok = s.wakes[n-1], true
+	}
+	return t, ok
 }
 
 // finish releases a running job's nodes.
@@ -209,44 +228,28 @@ type scheduler interface {
 	pass(s *State)
 }
 
-// eventKind orders events at one instant: ends before anything else.
-// Periodic timers (the Slurm-like backfill cycle) are wake-ups that the
-// scheduler asks for again at every pass.
-type eventKind uint8
-
-const (
-	evEnd  eventKind = iota
-	evWake           // a pass the scheduler asked for
-)
-
+// event is a job's end.
 type event struct {
-	t    time.Duration
-	kind eventKind
-	j    *job // nil for evWake
+	t time.Duration
+	j *job
 }
 
-// events is a min-heap on (t, kind, job ID). It is driven through heap.Fix
-// rather than heap.Push/Pop so that no event is boxed into an interface.
-type events []event
-
-func (h events) Len() int { return len(h) }
-func (h events) Less(a, b int) bool {
-	x, y := &h[a], &h[b]
+// before orders events by time, then job ID.
+func (x *event) before(y *event) bool {
 	if x.t != y.t {
 		return x.t < y.t
 	}
-	if x.kind != y.kind {
-		return x.kind < y.kind
-	}
-	return x.kind == evEnd && x.j.id < y.j.id
+	return x.j.id < y.j.id
 }
-func (h events) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *events) Push(any)     { panic("sim: use add") }
-func (h *events) Pop() any     { panic("sim: use take") }
+
+// events is a binary min-heap on event.before. Its sifts are
+// container/heap's, step for step, written for this one type: the
+// interface calls cost more than the comparisons.
+type events []event
 
 func (h *events) add(e event) {
 	*h = append(*h, e)
-	heap.Fix(h, len(*h)-1)
+	h.up(len(*h) - 1)
 }
 
 func (h *events) take() event {
@@ -256,9 +259,50 @@ func (h *events) take() event {
 	old[0] = old[n]
 	*h = old[:n]
 	if n > 0 {
-		heap.Fix(h, 0)
+		h.down(0)
 	}
 	return e
+}
+
+// fix restores the heap after element i changed (heap.Fix).
+func (h *events) fix(i int) {
+	if i < len(*h) && !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h events) up(j int) {
+	e := h[j]
+	for j > 0 {
+		i := (j - 1) / 2 // parent
+		if !e.before(&h[i]) {
+			break
+		}
+		h[j] = h[i]
+		j = i
+	}
+	h[j] = e
+}
+
+// down reports whether element i0 moved.
+func (h events) down(i0 int) bool {
+	e, i := h[i0], i0
+	for {
+		j := 2*i + 1 // left child
+		if j >= len(h) {
+			break
+		}
+		if j2 := j + 1; j2 < len(h) && h[j2].before(&h[j]) {
+			j = j2
+		}
+		if !h[j].before(&e) {
+			break
+		}
+		h[i] = h[j]
+		i = j
+	}
+	h[i] = e
+	return i > i0
 }
 
 type engine struct {
@@ -275,22 +319,24 @@ type engine struct {
 func (e *engine) run() {
 	s := &e.st
 	s.ev = make(events, 0, 64)
-	for e.next < len(e.order) || len(s.ev) > 0 {
+	for e.next < len(e.order) || len(s.ev) > 0 || len(s.wakes) > 0 {
 		now := time.Duration(math.MaxInt64)
 		if e.next < len(e.order) {
 			now = e.order[e.next].submit
 		}
-		if len(s.ev) > 0 && s.ev[0].t <= now {
-			now = s.ev[0].t
+		if t, ok := s.nextEvent(); ok && t <= now {
+			now = t
 		}
 		s.now = now
 		for len(s.ev) > 0 && s.ev[0].t == now {
 			ev := s.ev.take()
 			e.events++
-			if ev.kind == evEnd {
-				s.finish(ev.j)
-				e.sched.ended(s, ev.j)
-			}
+			s.finish(ev.j)
+			e.sched.ended(s, ev.j)
+		}
+		for n := len(s.wakes); n > 0 && s.wakes[n-1] == now; n-- {
+			s.wakes = s.wakes[:n-1]
+			e.events++
 		}
 		for e.next < len(e.order) && e.order[e.next].submit == now {
 			j := e.order[e.next]

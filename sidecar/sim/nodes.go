@@ -43,6 +43,24 @@ func rangeMask(o, k int) uint64 {
 	return (1<<uint(k) - 1) << uint(o)
 }
 
+// setAnd makes b the nodes in both x and y.
+func (b bitset) setAnd(x, y bitset) {
+	x, y = x[:len(b)], y[:len(b)]
+	for i := range b {
+		b[i] = x[i] & y[i]
+	}
+}
+
+// andCount counts the nodes in both b and o.
+func (b bitset) andCount(o bitset) int {
+	o = o[:len(b)]
+	n := 0
+	for i := range b {
+		n += bits.OnesCount64(b[i] & o[i])
+	}
+	return n
+}
+
 func (b bitset) count() int {
 	n := 0
 	for _, w := range b {
@@ -51,18 +69,54 @@ func (b bitset) count() int {
 	return n
 }
 
-func (b bitset) copyFrom(o bitset) { copy(b, o) }
+// The loops below reslice o to b's length so that the compiler drops the
+// bounds checks; copyFrom is a loop because a machine is a few words and
+// copy's call to memmove costs more than the copy.
+
+func (b bitset) copyFrom(o bitset) {
+	o = o[:len(b)]
+	for i := range b {
+		b[i] = o[i]
+	}
+}
 
 func (b bitset) and(o bitset) {
+	o = o[:len(b)]
 	for i := range b {
 		b[i] &= o[i]
 	}
 }
 
+func (b bitset) or(o bitset) {
+	o = o[:len(b)]
+	for i := range b {
+		b[i] |= o[i]
+	}
+}
+
+func (b bitset) andNot(o bitset) {
+	o = o[:len(b)]
+	for i := range b {
+		b[i] &^= o[i]
+	}
+}
+
 // subsetOf reports whether every node of b is in o.
 func (b bitset) subsetOf(o bitset) bool {
+	o = o[:len(b)]
 	for i := range b {
 		if b[i]&^o[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// subsetOfBoth reports whether every node of b is in both o and p.
+func (b bitset) subsetOfBoth(o, p bitset) bool {
+	o, p = o[:len(b)], p[:len(b)]
+	for i := range b {
+		if b[i]&^(o[i]&p[i]) != 0 {
 			return false
 		}
 	}
@@ -93,32 +147,36 @@ func (b bitset) addSpans(spans []span, mask bitset) int {
 // the unit is a processor of a 9,216-processor machine.
 type span struct{ first, n int32 }
 
-// runs appends the maximal runs of consecutive nodes in b to dst.
+// runs appends the maximal runs of consecutive nodes in b to dst. Best
+// fit calls it for every start and reservation, so it finds each word's
+// first and last nodes of runs with shifts and walks only those bits.
 func (b bitset) runs(dst []span) []span {
-	n := len(b) * 64
-	for i := b.next(0, true); i < n; {
-		j := b.next(i, false)
-		dst = append(dst, span{int32(i), int32(j - i)})
-		i = b.next(j, true)
+	first, open := 0, false // open: a run goes on from the word before
+	for w, x := range b {
+		var carry, next uint64
+		if open {
+			carry = 1
+		}
+		if w+1 < len(b) {
+			next = b[w+1] << 63
+		}
+		starts := x &^ (x<<1 | carry) // nodes whose predecessor is not in b
+		ends := x &^ (x>>1 | next)    // nodes whose successor is not in b
+		for ends != 0 {
+			if !open {
+				first = w*64 + bits.TrailingZeros64(starts)
+				starts &= starts - 1
+			}
+			last := w*64 + bits.TrailingZeros64(ends)
+			ends &= ends - 1
+			dst = append(dst, span{int32(first), int32(last + 1 - first)})
+			open = false
+		}
+		if starts != 0 {
+			first, open = w*64+bits.TrailingZeros64(starts), true
+		}
 	}
 	return dst
-}
-
-// next returns the first node at or after i whose bit is v, or len(b)*64.
-func (b bitset) next(i int, v bool) int {
-	for w := i / 64; w < len(b); w++ {
-		x := b[w]
-		if !v {
-			x = ^x
-		}
-		if w == i/64 {
-			x &^= 1<<uint(i%64) - 1
-		}
-		if x != 0 {
-			return w*64 + bits.TrailingZeros64(x)
-		}
-	}
-	return len(b) * 64
 }
 
 // bestFit picks n nodes of avail as Slurm's select/linear does (_job_test
@@ -152,7 +210,16 @@ func bestFit(avail bitset, n int, runs, dst []span) ([]span, []span, bool) {
 	return runs, dst, true
 }
 
-// sortSpans orders an allocation by node, for stable host lists.
+// sortSpans orders an allocation by node, for stable host lists. Most
+// allocations are a span or two: those skip the sort's calls.
 func sortSpans(a []span) {
-	slices.SortFunc(a, func(x, y span) int { return cmp.Compare(x.first, y.first) })
+	if len(a) > 8 {
+		slices.SortFunc(a, func(x, y span) int { return cmp.Compare(x.first, y.first) })
+		return
+	}
+	for i := 1; i < len(a); i++ {
+		for k := i; k > 0 && a[k].first < a[k-1].first; k-- {
+			a[k], a[k-1] = a[k-1], a[k]
+		}
+	}
 }

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 
@@ -103,15 +102,16 @@ type slurmLike struct {
 	plannedIdle bool // the last plan holds idle nodes (marked planned)
 
 	// The last pass's plan, as squeue --start and sinfo show it: expected
-	// starts and nodes of the pending jobs it tested, and the union of the
-	// nodes it reserved.
-	planStart map[*job]time.Duration
-	planNodes map[*job][]span
+	// starts and nodes of the pending jobs it tested, in queue order
+	// (job.plan points into it), and the union of the nodes it reserved.
+	// The entries' nodes are in planSpans.
+	plan      []planEntry
+	planSpans []span
 	planned   bitset
 	// The plan before the last pass, to tell whether the pass changed
 	// what a snapshot shows.
-	prevStart   map[*job]time.Duration
-	prevNodes   map[*job][]span
+	prev        []planEntry
+	prevSpans   []span
 	prevPlanned bitset
 
 	slots     []slot
@@ -135,11 +135,7 @@ type slurmLike struct {
 func newSlurmLike(size int, p SlurmParams) *slurmLike {
 	b := &slurmLike{
 		p:           p,
-		planStart:   make(map[*job]time.Duration),
-		planNodes:   make(map[*job][]span),
 		planned:     newBitset(size),
-		prevStart:   make(map[*job]time.Duration),
-		prevNodes:   make(map[*job][]span),
 		prevPlanned: newBitset(size),
 		all:         newBitset(size),
 		avail:       newBitset(size),
@@ -211,11 +207,12 @@ func (b *slurmLike) pass(s *State) {
 // (by their time limits) and of the reservations made so far in this pass;
 // a job that can start now starts, the others reserve their nodes.
 func (b *slurmLike) backfill(s *State) {
-	b.prevStart, b.planStart = b.planStart, b.prevStart
-	b.prevNodes, b.planNodes = b.planNodes, b.prevNodes
+	b.prev, b.plan = b.plan, b.prev[:0]
+	b.prevSpans, b.planSpans = b.planSpans, b.prevSpans[:0]
+	for _, e := range b.prev {
+		e.j.plan = 0
+	}
 	copy(b.prevPlanned, b.planned)
-	clear(b.planStart)
-	clear(b.planNodes)
 	clear(b.planned)
 	b.marks = b.plannedIdle // clearing the last pass's marks: work for the next
 	defer func() {
@@ -264,52 +261,87 @@ func (b *slurmLike) test(s *State, j *job) bool {
 	now, res := s.now, b.p.BFResolution
 	lim := b.limit(s, j)
 	startRes := now
+	// from is the stretch that holds startRes. Tries only move later and
+	// the plan stays as it is until the test ends, so each try finds its
+	// first stretch from the last one's.
+	from := 0
 	// Each try starts later, at a plan boundary, a running job's end or a
 	// bf_resolution step: the bound is only a guard.
 	for range 2*(len(b.slots)+len(s.running)) + 4 {
-		later := b.window(startRes, addSat(startRes, lim))
-		t, ok := b.willRun(s, j.nodes)
+		// A start after by is tried again from by, at stretch next (if
+		// there is a next try: next > 0).
+		next := b.window(from, startRes, addSat(startRes, lim))
+		by := time.Duration(math.MaxInt64)
+		if next > 0 {
+			by = b.slots[next].t
+		}
+		t, ok := b.willRun(s, j.nodes, by)
 		if !ok {
-			if later == 0 {
+			if next == 0 {
 				return false
 			}
-			startRes = later
+			startRes, from = by, next
 			continue
 		}
 		t = max(t, startRes)
 		if t <= now {
+			b.pickNodes(s, j.nodes)
 			s.startOn(j, slices.Clone(b.pick))
 			b.nFreed = 0
 			return true
 		}
-		if later != 0 && t > later {
-			startRes = later
+		if next > 0 && t > by { // only where willRun could not cut at by
+			startRes, from = by, next
 			continue
 		}
 		if t == math.MaxInt64 {
 			return false // behind an unlimited job: no start time at all
 		}
 		if t > now+b.p.BFWindow {
-			b.planStart[j] = t // shown, but nothing is reserved
+			b.addPlan(j, t, nil) // shown, but nothing is reserved
 			return false
 		}
+		b.pickNodes(s, j.nodes)
 		st, en := floorTo(t, res), floorTo(addSat(t, lim), res)
-		if b.overlaps(st, en) {
+		// Stretch from begins on a multiple of res, at or before startRes
+		// <= t: at or before st.
+		at := b.slotAt(from, st)
+		if b.overlaps(at, st, en) {
 			if startRes == t {
 				t += res
 			}
 			startRes = t
+			from = b.slotAt(from, startRes)
 			continue
 		}
-		b.reserve(st, en)
-		b.planStart[j] = t
-		b.planNodes[j] = slices.Clone(b.pick)
-		for i := range b.planned {
-			b.planned[i] |= b.pickSet[i]
-		}
+		b.reserve(at, st, en)
+		n := len(b.planSpans)
+		b.planSpans = append(b.planSpans, b.pick...)
+		b.addPlan(j, t, b.planSpans[n:len(b.planSpans):len(b.planSpans)])
+		b.planned.or(b.pickSet)
 		return false
 	}
 	return false
+}
+
+// planEntry is what a pass planned for one pending job.
+type planEntry struct {
+	j     *job
+	start time.Duration
+	nodes []span // nil if it reserved none
+}
+
+func (b *slurmLike) addPlan(j *job, start time.Duration, nodes []span) {
+	b.plan = append(b.plan, planEntry{j, start, nodes})
+	j.plan = len(b.plan)
+}
+
+// planOf is the last pass's plan for j, if it made one.
+func (b *slurmLike) planOf(j *job) (planEntry, bool) {
+	if j.plan == 0 {
+		return planEntry{}, false
+	}
+	return b.plan[j.plan-1], true
 }
 
 // resetPlan empties the plan: one stretch from now to the window's end.
@@ -341,85 +373,114 @@ func (b *slurmLike) slotEnd(i int) time.Duration {
 }
 
 // window sets b.avail to the nodes free of reservations over [start, end]
-// (a reservation starting at end counts, as in backfill.c) and returns the
-// next time worth trying if the job cannot start by the end of the first
+// (a reservation starting at end counts, as in backfill.c), looking from
+// stretch from, which holds start. It returns the stretch at whose start
+// the next try begins if the job cannot start by the end of the first
 // stretch, 0 if none. Like backfill.c it skips a stretch boundary after
 // which no node comes free.
-func (b *slurmLike) window(start, end time.Duration) (later time.Duration) {
-	b.avail.copyFrom(b.all)
-	for i, sl := range b.slots {
-		e := b.slotEnd(i)
-		if e > start && i+1 < len(b.slots) && later == 0 {
-			next := b.slots[i+1].avail
-			for w := range next {
-				if next[w]&^(b.avail[w]&sl.avail[w]) != 0 {
-					later = e
-					break
-				}
-			}
-		}
-		if e <= start {
-			continue
-		}
+func (b *slurmLike) window(from int, start, end time.Duration) (next int) {
+	// Locals, not fields: the stores into avail would make the compiler
+	// load b.avail and b.slots again for every stretch.
+	avail, slots := b.avail, b.slots
+	avail.copyFrom(b.all)
+	if b.slotEnd(from) <= start {
+		return 0 // start lies at or past the window's end
+	}
+	i := from
+	for ; i+1 < len(slots); i++ {
+		// A stretch within [start, end] joins avail before the test; one
+		// after end only tells whether the next try begins after it.
+		sl := &slots[i]
 		if sl.t > end {
+			if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
+				return i + 1
+			}
+			return 0
+		}
+		avail.and(sl.avail)
+		if !slots[i+1].avail.subsetOf(avail) {
+			next = i + 1 // the first boundary after which a node comes free
+			i++
 			break
 		}
-		b.avail.and(sl.avail)
 	}
-	return later
+	for ; i < len(slots) && slots[i].t <= end; i++ {
+		avail.and(slots[i].avail)
+	}
+	return next
 }
 
 // willRun is select/linear's will-run test on b.avail: the job starts now
 // if enough of those nodes are idle, else when enough running jobs have
 // ended, taken by their planned ends (a job past its end but not yet
-// killed ends a second from now). It leaves the chosen nodes in b.pick and
-// b.pickSet.
-func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
-	b.cand.copyFrom(s.idle)
-	b.cand.and(b.avail)
-	t, have := s.now, b.cand.count()
-	if have < n {
-		// The count of freed nodes in avail grows with k: find the first
-		// k at which it reaches n, first at the rows already built, then
-		// building rows one by one.
-		w := len(b.cand)
-		countAt := func(k int) int {
-			row, c := b.freed[k*w:k*w+w], 0
-			for i, x := range row {
-				c += bits.OnesCount64(x & b.avail[i])
-			}
-			return c
-		}
-		k := -1
-		if b.nFreed > 0 && countAt(b.nFreed-1) >= n {
-			lo, hi := 0, b.nFreed-1 // countAt(hi) >= n
-			for lo < hi {
-				if mid := (lo + hi) / 2; countAt(mid) >= n {
-					hi = mid
-				} else {
-					lo = mid + 1
-				}
-			}
-			k = lo
-		} else {
-			for b.nFreed < len(s.running) {
-				b.addFreed(s)
-				if countAt(b.nFreed-1) >= n {
-					k = b.nFreed - 1
-					break
-				}
+// killed ends a second from now). It leaves the nodes free by then in
+// b.cand, for pickNodes. It reports false if the job cannot start, or
+// not by `by`: test tries a start after by from by on, so only the jobs
+// that end by then need counting. (It only cuts at by a second or more
+// from now: before that, those jobs need not be the first of s.running.)
+func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, bool) {
+	avail := b.avail
+	if avail.andCount(s.idle) >= n {
+		b.cand.setAnd(s.idle, avail)
+		return s.now, true
+	}
+	m := len(s.running) // the running jobs to count
+	if by < math.MaxInt64 && by >= s.now+time.Second {
+		lo, hi := 0, m // the first to end after by
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); s.running[mid].estEnd <= by {
+				lo = mid + 1
+			} else {
+				hi = mid
 			}
 		}
-		if k < 0 {
-			return 0, false
+		m = lo
+	}
+	// The count of freed nodes in avail grows with k: find the first k < m
+	// at which it reaches n, first at the rows already built, then
+	// building rows one by one.
+	w := len(avail)
+	fits := func(k int) bool { return avail.andCount(b.freed[k*w:]) >= n }
+	k := -1
+	if built := min(b.nFreed, m); built > 0 && fits(built-1) {
+		lo, hi := 0, built-1 // fits(hi)
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); fits(mid) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
 		}
-		row := b.freed[k*w : k*w+w]
-		for i := range b.cand {
-			b.cand[i] = row[i] & b.avail[i]
+		k = lo
+	} else {
+		for b.nFreed < m {
+			b.addFreed(s)
+			if fits(b.nFreed - 1) {
+				k = b.nFreed - 1
+				break
+			}
 		}
-		if t = s.running[k].estEnd; t <= s.now {
-			t = s.now + time.Second
-		}
+	}
+	if k < 0 {
+		return 0, false
+	}
+	b.cand.setAnd(b.freed[k*w:], avail)
+	t := s.running[k].estEnd
+	if t <= s.now {
+		t = s.now + time.Second
+	}
+	return t, true
+}
+
+// pickNodes chooses n of the nodes willRun left in b.cand, into b.pick and
+// b.pickSet. Only a start or a reservation needs them: on KTH-SP2 half
+// the tries that find a time move on to a later start instead.
+func (b *slurmLike) pickNodes(s *State, n int) {
+	if b.cand.count() == n {
+		// Best fit takes every run whole: the nodes are the candidates.
+		b.pick = b.cand.runs(b.pick[:0])
+		b.pickSet.copyFrom(b.cand)
+		return
 	}
 	var ok bool
 	s.runs, b.pick, ok = bestFit(b.cand, n, s.runs, b.pick[:0])
@@ -431,7 +492,6 @@ func (b *slurmLike) willRun(s *State, n int) (time.Duration, bool) {
 	for _, sp := range b.pick {
 		b.pickSet.setRange(int(sp.first), int(sp.n))
 	}
-	return t, true
 }
 
 // addFreed builds the next row of b.freed.
@@ -455,9 +515,11 @@ func (b *slurmLike) addFreed(s *State) {
 // overlaps reports whether the picked nodes are reserved anywhere in
 // [st, en) (backfill.c's _test_resv_overlap): the will-run test looked at
 // the reservations around the tested start, not around the job's own.
-func (b *slurmLike) overlaps(st, en time.Duration) bool {
-	for i, sl := range b.slots {
-		if b.slotEnd(i) > st && sl.t < en && !b.pickSet.subsetOf(sl.avail) {
+// Stretch at holds st.
+func (b *slurmLike) overlaps(at int, st, en time.Duration) bool {
+	slots, pick := b.slots, b.pickSet
+	for i := at; i < len(slots) && slots[i].t < en; i++ {
+		if b.slotEnd(i) > st && !pick.subsetOf(slots[i].avail) {
 			return true
 		}
 	}
@@ -465,57 +527,64 @@ func (b *slurmLike) overlaps(st, en time.Duration) bool {
 }
 
 // reserve takes the picked nodes out of the plan over [st, en), clipped to
-// the window.
-func (b *slurmLike) reserve(st, en time.Duration) {
-	st = max(st, b.slots[0].t)
+// the window. Stretch at holds st.
+func (b *slurmLike) reserve(at int, st, en time.Duration) {
 	en = min(en, b.windowEnd)
 	if st >= en {
 		return
 	}
-	i := b.split(st)
+	i := b.split(at, st)
 	k := len(b.slots)
 	if en < b.windowEnd {
-		k = b.split(en)
+		k = b.split(i, en)
 	}
-	for ; i < k; i++ {
-		for w := range b.slots[i].avail {
-			b.slots[i].avail[w] &^= b.pickSet[w]
-		}
+	for _, sl := range b.slots[i:k] {
+		sl.avail.andNot(b.pickSet)
 	}
 }
 
-// split makes a stretch begin at t (within the plan) and returns its index.
-func (b *slurmLike) split(t time.Duration) int {
-	i, found := slices.BinarySearchFunc(b.slots, t, func(sl slot, t time.Duration) int {
-		switch {
-		case sl.t < t:
-			return -1
-		case sl.t > t:
-			return 1
-		}
-		return 0
-	})
-	if !found {
-		// i > 0: the first stretch begins at the plan's start, before t.
-		b.slots = slices.Insert(b.slots, i, slot{t: t, avail: b.newSet(b.slots[i-1].avail)})
+// split makes a stretch begin at t (within the plan) and returns its
+// index. Stretch from begins no later than t.
+func (b *slurmLike) split(from int, t time.Duration) int {
+	i := b.slotAt(from, t)
+	if b.slots[i].t == t {
+		return i
 	}
-	return i
+	b.slots = slices.Insert(b.slots, i+1, slot{t: t, avail: b.newSet(b.slots[i].avail)})
+	return i + 1
+}
+
+// slotAt returns the index of the stretch that holds t, searching on from
+// stretch from, which begins no later than t. What a test looks for lies
+// mostly near where it looked last, sometimes far into a long plan: it
+// gallops, then bisects.
+func (b *slurmLike) slotAt(from int, t time.Duration) int {
+	lo, hi := from, from+1
+	for step := 1; hi < len(b.slots) && b.slots[hi].t <= t; step *= 2 {
+		lo, hi = hi, hi+step
+	}
+	hi = min(hi, len(b.slots)) // b.slots[lo].t <= t < b.slots[hi].t
+	for hi-lo > 1 {
+		if mid := int(uint(lo+hi) >> 1); b.slots[mid].t <= t {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // samePlan reports whether the last pass planned what the one before did:
 // the same expected starts and nodes, the same planned nodes. Then a
-// snapshot shows nothing new.
+// snapshot shows nothing new. Both plans are in queue order, which jobs
+// only leave: the same plan has the same entries in the same places.
 func (b *slurmLike) samePlan() bool {
-	if len(b.planStart) != len(b.prevStart) || len(b.planNodes) != len(b.prevNodes) || !slices.Equal(b.planned, b.prevPlanned) {
+	if len(b.plan) != len(b.prev) || !slices.Equal(b.planned, b.prevPlanned) {
 		return false
 	}
-	for j, t := range b.planStart {
-		if u, ok := b.prevStart[j]; !ok || u != t {
-			return false
-		}
-	}
-	for j, n := range b.planNodes {
-		if m, ok := b.prevNodes[j]; !ok || !slices.Equal(m, n) {
+	for i, e := range b.plan {
+		p := b.prev[i]
+		if e.j != p.j || e.start != p.start || (e.nodes == nil) != (p.nodes == nil) || !slices.Equal(e.nodes, p.nodes) {
 			return false
 		}
 	}

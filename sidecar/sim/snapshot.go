@@ -172,12 +172,12 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", reason
 		reason = "Priority"
 		if s.bf != nil {
-			if t, ok := s.bf.planStart[j]; ok {
-				cj.Start = at(t)
+			if e, ok := s.bf.planOf(j); ok {
+				cj.Start = at(e.start)
 				if j.est != workload.Unlimited {
-					cj.End = at(addSat(t, j.est))
+					cj.End = at(addSat(e.start, j.est))
 				}
-				plan := s.bf.planNodes[j]
+				plan := e.nodes
 				switch {
 				case l == nil:
 					cj.SchedNodes = hostNames(plan)
