@@ -315,7 +315,21 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	d := &sc.dec
 	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc, acts: sc.acts[:0]}
-	sc.jobIdx, sc.baseOf, sc.pilotIdx = reuseMap(sc.jobIdx), reuseMap(sc.baseOf), reuseMap(sc.pilotIdx)
+	sc.jobIdx, sc.baseOf = reuseMap(sc.jobIdx), reuseMap(sc.baseOf)
+	// The pilots are most often the last decision's, in the same order:
+	// their index is then the same map.
+	samePilots := sc.pilotIdx != nil && len(sc.pilotIDs) == len(st.Pilots)
+	for i := 0; samePilots && i < len(st.Pilots); i++ {
+		samePilots = sameString(st.Pilots[i].ID, sc.pilotIDs[i])
+	}
+	if !samePilots {
+		sc.pilotIdx = reuseMap(sc.pilotIdx)
+		sc.pilotIDs = sc.pilotIDs[:0]
+		for i, p := range st.Pilots {
+			sc.pilotIdx[p.ID] = i
+			sc.pilotIDs = append(sc.pilotIDs, p.ID)
+		}
+	}
 	sc.started = reuseMap(sc.started)
 	d.jobIdx, d.baseOf, d.pilotIdx, d.started = sc.jobIdx, sc.baseOf, sc.pilotIdx, sc.started
 	sc.gone = reuse(sc.gone, len(st.Pilots))
@@ -340,7 +354,6 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 		}
 	}
 	for i, p := range st.Pilots {
-		d.pilotIdx[p.ID] = i
 		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)

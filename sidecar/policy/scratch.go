@@ -13,10 +13,11 @@ import (
 // deciding every cycle, the simulator above all, does not allocate them
 // afresh each time. Nothing in it reaches a decision's result, and every
 // piece is cleared before use, so a decision reads nothing an earlier one
-// left, but for what depends only on the cluster's shape (the node index,
-// topo), kept while the next snapshot has the same nodes and partitions.
+// left, but for indices kept while their input is the same: the node index
+// and topo (the same nodes and partitions), pilotIdx (the same pilots).
 type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
+	pilotIDs                                    []string // pilotIdx's pilots, in order: kept while they stay
 	// nodeIdx and names are of topo's nodes: the last decision's, kept
 	// when the next snapshot names the same nodes.
 	names   nodeNames
@@ -119,6 +120,15 @@ func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
 			list = j.Nodes
 		case j.Pending():
 			list = j.SchedNodes
+		}
+		if len(j.NodeIdx) == len(list) && len(list) > 0 { // the producer's lookup
+			for _, i := range j.NodeIdx {
+				if i < 0 || i >= len(s.Nodes) {
+					i = -1
+				}
+				flat = append(flat, i)
+			}
+			continue
 		}
 		for _, name := range list {
 			i, ok := names.get(name)

@@ -1,0 +1,70 @@
+package policy
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/glean-hpc/glean/sidecar/cluster"
+)
+
+// withNodeIdx is s with every job's NodeIdx filled in as a producer that
+// knows its nodes by number would (the simulator), one name unknown to
+// the snapshot now and then (-1).
+func withNodeIdx(s *cluster.Snapshot, r *rand.Rand) *cluster.Snapshot {
+	out := *s
+	out.Jobs = make([]cluster.Job, len(s.Jobs))
+	at := map[string]int{}
+	for i, n := range s.Nodes {
+		at[n.Name] = i
+	}
+	for k, j := range s.Jobs {
+		list := j.SchedNodes
+		if j.Holds() {
+			list = j.Nodes
+		}
+		if r.IntN(10) == 0 && len(list) > 0 {
+			list = append(append([]string(nil), list...), "gone")
+			if j.Holds() {
+				j.Nodes = list
+			} else {
+				j.SchedNodes = list
+			}
+		}
+		for _, name := range list {
+			i, ok := at[name]
+			if !ok {
+				i = -1
+			}
+			j.NodeIdx = append(j.NodeIdx, i)
+		}
+		out.Jobs[k] = j
+	}
+	return &out
+}
+
+// The producer's node indices change nothing: DecideHold on holdCase's
+// snapshots decides and holds the same with NodeIdx as with the names
+// alone (a NodeIdx of the wrong length is ignored).
+func TestNodeIdxSameDecision(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for c := range 2000 {
+		s, st, cfg := holdCase(r)
+		indexed := withNodeIdx(s, r)
+		names := *indexed
+		names.Jobs = make([]cluster.Job, len(indexed.Jobs))
+		for k, j := range indexed.Jobs {
+			if r.IntN(2) == 0 {
+				j.NodeIdx = nil
+			} else {
+				j.NodeIdx = append(j.NodeIdx, 0) // wrong length: looked up by name
+			}
+			names.Jobs[k] = j
+		}
+		a1, h1 := DecideHold(&names, st, cfg, now)
+		a2, h2 := DecideHold(indexed, st, cfg, now)
+		if fmt.Sprint(a1, h1) != fmt.Sprint(a2, h2) {
+			t.Fatalf("case %d: by name %v %+v, by NodeIdx %v %+v", c, a1, h1, a2, h2)
+		}
+	}
+}
