@@ -734,7 +734,10 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 		if !overlap || len(slots) < need {
 			continue // not ours, or never fits: the next job is the shadow
 		}
-		slices.SortFunc(slots, func(a, b slot) int { return d.cmpM(a.without, b.without) })
+		// Only the need-th earliest matters, and which nodes are free by
+		// then: selected, not sorted (the comparisons made are those the
+		// hold notes, and they decide the result as a sort's did).
+		selectNth(slots, need-1, func(a, b slot) int { return d.cmpM(a.without, b.without) })
 		t := slots[need-1].without
 		// With the pilots: the need-th earliest, never-ending last.
 		withs = withs[:0]
@@ -744,7 +747,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 			}
 		}
 		if len(withs) >= need {
-			slices.SortFunc(withs, d.cmpM)
+			selectNth(withs, need-1, d.cmpM)
 			if d.cmpM(t.add(d.cfg.Grace), withs[need-1]) >= 0 {
 				return // the pilots do not delay it
 			}
@@ -753,7 +756,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 		var inWay []int
 		for _, s := range slots {
 			if d.cmpM(s.without, t) > 0 {
-				break
+				continue
 			}
 			if s.inWay >= 0 {
 				if e := d.st.Pilots[s.inWay].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
@@ -846,4 +849,49 @@ func arrayCount(expr string, limit int) int {
 		total = min(total, throttle)
 	}
 	return max(min(total, limit), 1)
+}
+
+// selectNth reorders xs so that xs[n] is what a sort by cmp would put
+// there, with nothing after it that cmp orders before it and nothing
+// before it ordered after it: quickselect, the pivot the median of three,
+// in three parts (below, equal, above) since many instants tie (now).
+func selectNth[T any](xs []T, n int, cmp func(a, b T) int) {
+	lo, hi := 0, len(xs) // xs[lo:hi] holds the n-th
+	for hi-lo > 12 {
+		a, b, c := lo, lo+(hi-lo)/2, hi-1
+		if cmp(xs[b], xs[a]) < 0 {
+			a, b = b, a
+		}
+		if cmp(xs[c], xs[b]) < 0 {
+			b = c
+			if cmp(xs[b], xs[a]) < 0 {
+				b = a
+			}
+		}
+		pivot := xs[b]
+		// xs[lo:lt] < pivot, xs[lt:i] == pivot, xs[gt:hi] > pivot.
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch c := cmp(xs[i], pivot); {
+			case c < 0:
+				xs[lt], xs[i] = xs[i], xs[lt]
+				lt++
+				i++
+			case c > 0:
+				gt--
+				xs[gt], xs[i] = xs[i], xs[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case n < lt:
+			hi = lt
+		case n >= gt:
+			lo = gt
+		default:
+			return
+		}
+	}
+	slices.SortFunc(xs[lo:hi], cmp) // a few left: sorted
 }

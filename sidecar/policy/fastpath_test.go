@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
@@ -65,6 +67,34 @@ func TestNodeIdxSameDecision(t *testing.T) {
 		a2, h2 := DecideHold(indexed, st, cfg, now)
 		if fmt.Sprint(a1, h1) != fmt.Sprint(a2, h2) {
 			t.Fatalf("case %d: by name %v %+v, by NodeIdx %v %+v", c, a1, h1, a2, h2)
+		}
+	}
+}
+
+// selectNth puts at n what a sort would, nothing smaller after it and
+// nothing larger before it, also with many ties.
+func TestSelectNth(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for c := range 5000 {
+		xs := make([]int, 1+r.IntN(120))
+		for i := range xs {
+			xs[i] = r.IntN(1 + r.IntN(40)) // few distinct values: ties
+		}
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		n := r.IntN(len(xs))
+		selectNth(xs, n, cmp.Compare[int])
+		if xs[n] != sorted[n] {
+			t.Fatalf("case %d: xs[%d] = %d, sorted %d", c, n, xs[n], sorted[n])
+		}
+		for i := range xs {
+			if i < n && xs[i] > xs[n] || i > n && xs[i] < xs[n] {
+				t.Fatalf("case %d: xs[%d] = %d on the wrong side of xs[%d] = %d", c, i, xs[i], n, xs[n])
+			}
+		}
+		slices.Sort(xs)
+		if !slices.Equal(xs, sorted) {
+			t.Fatalf("case %d: elements changed", c)
 		}
 	}
 }
