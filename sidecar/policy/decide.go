@@ -296,6 +296,7 @@ type decider struct {
 	// Rule A's reservations by node: the window's and rule B's.
 	wClaim, eClaim []rankClaim
 	startedRank    []bool // by rank in pend
+	pendDup        bool   // an ID twice in pend: started by ID (startedAt)
 
 	pools       [][]int // jobs by owner and mode (jobPools)
 	poolOf      []int   // job -> its pool, -1
@@ -436,6 +437,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	for r, k := range d.pend {
 		if _, dup := d.pendRank[s.Jobs[k].ID]; !dup {
 			d.pendRank[s.Jobs[k].ID] = r
+		} else {
+			d.pendDup = true
 		}
 	}
 
@@ -868,7 +871,9 @@ func (d *decider) submit() {
 
 	// Window candidates (Fair, Scavenger): free for a while, not taken by a
 	// pending job that starts now, not held by or promised to a pilot.
-	var cands []candidate
+	sc := d.sc
+	cands := sc.cands[:0]
+	defer func() { sc.cands = cands[:0] }()
 	for i := range d.s.Nodes {
 		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
 			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor, &d.win.Nodes[wi]})
@@ -900,8 +905,9 @@ func (d *decider) submit() {
 		tcands = tcands[min(d.unpinned, len(tcands)):]
 	}
 
-	taken := make(map[int]bool)
-	d.uncovered = make([]int, len(d.st.Jobs))
+	sc.taken, sc.uncovered = reuse(sc.taken, len(d.s.Nodes)), reuse(sc.uncovered, len(d.st.Jobs))
+	taken := sc.taken
+	d.uncovered = sc.uncovered
 	for ji := range d.st.Jobs {
 		if budget <= 0 {
 			return

@@ -413,14 +413,24 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	defer func() { d.sc.chosen = chosen }()
 	for r, k := range d.pend {
 		j := &d.s.Jobs[k]
-		if d.started[j.ID] {
+		if d.startedAt(j.ID, r) {
 			continue
 		}
 		chosen = d.startNow(j, r, ps, chosen, add)
-		if givers && !d.started[j.ID] {
+		if givers && !d.startedAt(j.ID, r) {
 			d.planned(j, k, r, add)
 		}
 	}
+}
+
+// startedAt reports whether pending job id, of rank r in pend (-1: not
+// there), starts now by rule A. By rank, as squeue's lines have unique
+// IDs; should an ID come twice, by ID (any of its lines), as ever.
+func (d *decider) startedAt(id string, r int) bool {
+	if d.pendDup {
+		return d.started[id]
+	}
+	return r >= 0 && r < len(d.startedRank) && d.startedRank[r]
 }
 
 // startNow is rule A for pending job j of rank r: if the free nodes it
@@ -466,7 +476,9 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 			ps.sortPilots()
 			goto scan
 		}
-		d.started[j.ID] = true
+		if d.pendDup {
+			d.started[j.ID] = true
+		}
 		d.startedRank[r] = true
 		for _, i := range chosen {
 			ps.take(i)
@@ -647,7 +659,7 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 			until := mtime{t: ns(w.Until), mv: d.sc.nodes[i].claimMoves} // the EASY shadow's at now moves
 			cr := d.claimRank(wi)
 			known := cr >= 0
-			if (!known || cr < r) && d.cmpM(until, fixed(j.Start)) < 0 && w.ClaimedBy != j.ID && !d.started[w.ClaimedBy] {
+			if (!known || cr < r) && d.cmpM(until, fixed(j.Start)) < 0 && w.ClaimedBy != j.ID && !d.startedAt(w.ClaimedBy, cr) {
 				if !known {
 					return
 				}
@@ -689,9 +701,9 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 	withs := d.sc.withs[:0]
 	defer func() { d.sc.slots, d.sc.withs = slots[:0], withs[:0] }()
 	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
-	for _, k := range d.pend {
+	for r, k := range d.pend {
 		j := &d.s.Jobs[k]
-		if d.started[j.ID] || len(j.SchedNodes) > 0 && !j.Start.IsZero() {
+		if d.startedAt(j.ID, r) || len(j.SchedNodes) > 0 && !j.Start.IsZero() {
 			continue
 		}
 		if n, seen := size[j.Partition]; seen && n < max(j.NumNodes, 1) {
@@ -780,11 +792,15 @@ func (d *decider) ruleClaims(add func(int, mtime, string)) {
 			continue
 		}
 		w := &d.win.Nodes[d.wAt[i]]
-		if w.Until.IsZero() || w.Estimated || d.started[w.ClaimedBy] {
+		if w.Until.IsZero() || w.Estimated {
+			continue
+		}
+		cr := d.claimRank(d.wAt[i])
+		if d.startedAt(w.ClaimedBy, cr) {
 			continue
 		}
 		owner := -1
-		if cr, ok := d.pendRank[w.ClaimedBy]; ok {
+		if cr >= 0 {
 			owner = d.owner(&d.s.Jobs[d.pend[cr]])
 		}
 		if !d.gives(pi, owner) {

@@ -34,10 +34,13 @@ type scratch struct {
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	lossH                                     []int8 // giveWay's sort: the same
 	slots                                     []topSlot
-	withs                                     []mtime    // ruleTop
-	pjob                                      []pilotJob // job of a pilot, by pilot
-	seenJob                                   []bool     // noWork: by job
-	wRank                                     []int      // claimRank by window, +1 (0: not known yet)
+	withs                                     []mtime     // ruleTop
+	pjob                                      []pilotJob  // job of a pilot, by pilot
+	seenJob                                   []bool      // noWork: by job
+	cands                                     []candidate // submit: the window candidates
+	taken                                     []bool      // submit: by node
+	uncovered                                 []int       // submit: by job (decider.uncovered)
+	wRank                                     []int       // claimRank by window, +1 (0: not known yet)
 
 	dec decider // the decision itself
 
