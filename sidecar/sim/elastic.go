@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -470,14 +471,21 @@ type driver struct {
 	misses    int
 	started   bool
 
-	// Round skipping: the last round's signature (and its busy pilots'
-	// task ends), action count, and how long its decision holds.
-	sig, sigPrev []int64
-	te, tePrev   []int64
-	lastActs     int
-	sigOK        bool
-	anyGone      bool // some pilot in pilots is pGone
-	hold         policy.Hold
+	// Round skipping (skip) compares with the last round the policy ran:
+	// its signature, busy pilots' task ends, engine version and misses,
+	// action count, and how long its decision holds. sigDirty: tasks or
+	// pilots changed since, so the signature must be compared; sigTurn:
+	// when the clock next changes it (an arrival, the backlog's end).
+	sig, sigNow []int64
+	te, teNow   []int64
+	sigVersion  uint64
+	sigMisses   int
+	sigDirty    bool
+	sigTurn     time.Duration
+	lastActs    int
+	sigOK       bool
+	anyGone     bool // some pilot in pilots is pGone
+	hold        policy.Hold
 
 	snapCache snapCache
 	stJobs    []policy.ElasticJob
@@ -633,8 +641,8 @@ func (d *driver) onPass(now time.Duration, s *State) {
 	outstanding := false
 	for _, ej := range d.driven {
 		if ej.infinite {
-			if now >= ej.until && ej.running == 0 {
-				ej.done = true
+			if now >= ej.until && ej.running == 0 && !ej.done {
+				ej.done, d.sigDirty = true, true
 			}
 			outstanding = outstanding || !ej.done
 			continue
@@ -668,9 +676,17 @@ func (d *driver) onPass(now time.Duration, s *State) {
 
 // advance completes w's task if it ended by now and pulls the next.
 func (d *driver) advance(w *worker, now time.Duration) {
+	if w.task < 0 || w.tEnd > now {
+		return
+	}
 	for w.task >= 0 && w.tEnd <= now {
 		d.complete(w)
 		d.pull(w, w.tEnd)
+	}
+	// A backlog task followed by the next changes no count the signature
+	// shows (complete and pull leave the backlog's to advance).
+	if w.task < 0 {
+		d.sigDirty = true
 	}
 }
 
@@ -691,6 +707,7 @@ func (d *driver) complete(w *worker) {
 		w.task = -1
 		return
 	}
+	d.sigDirty = true
 	d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true, Count: 1})
 	ej.running--
 	ej.left--
@@ -718,6 +735,7 @@ func (d *driver) pull(w *worker, at time.Duration) {
 	if w.noMoreWork {
 		return
 	}
+	d.sigDirty = true
 	if p := w.pilot; p != nil && p.next != nil {
 		ej = p.next // moved: its task ended
 		p.ej, w.ej, p.next = ej, ej, nil
@@ -748,6 +766,7 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 			ej.pool = append(ej.pool, w.task)
 		}
 		w.task = -1
+		d.sigDirty = true
 	}
 	w.noMoreWork = true
 }
@@ -756,7 +775,7 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	p.eng.pilot = false
 	d.stopWorker(&p.w, t)
 	p.state = pGone
-	d.anyGone = true
+	d.anyGone, d.sigDirty = true, true
 	p.run.End = t
 	p.run.EndCause = p.cause
 	d.res.Pilots = append(d.res.Pilots, *p.run)
@@ -796,6 +815,7 @@ func (d *driver) round(now time.Duration, s *State) {
 		}
 		return
 	}
+	d.record(now, s)
 	st := d.state(now)
 	d.started = false
 	d.lastActs = 0
@@ -806,6 +826,9 @@ func (d *driver) round(now time.Duration, s *State) {
 	snap := d.snapshot(s)
 	acts, hold := policy.DecideHold(snap, st, d.pcfg, simEpoch.Add(now))
 	d.lastActs, d.hold = len(acts), hold
+	if len(acts) == 0 && hold.TaskEnds {
+		d.te = d.taskEnds(d.te[:0])
+	}
 	d.misses = st.NextMisses(acts)
 	for _, a := range acts {
 		d.apply(a, now, s)
@@ -913,17 +936,44 @@ func (d *driver) findJob(id string) *ejob {
 	return nil
 }
 
-// skip reports whether this round may be skipped: the last round decided
-// nothing, neither the engine (starts, ends, arrivals, backfill plans)
-// nor the driver (tasks pending and held, pilots and their state, and
-// busy pilots' task ends if the decision read them) changed since, and the
-// policy said that its decision then holds until after now (the first
-// instant at which a window, claim, fit, timeout or give-way order it
-// compared with the clock could turn): the policy would decide nothing
-// again.
+// skip reports whether this round may be skipped: the last round the
+// policy ran decided nothing, neither the engine (starts, ends, arrivals,
+// backfill plans) nor the driver (tasks pending and held, pilots and their
+// state, and busy pilots' task ends if the decision read them) changed
+// since, and the policy said that its decision then holds until after now
+// (the first instant at which a window, claim, fit, timeout or give-way
+// order it compared with the clock could turn): the policy would decide
+// nothing again.
 func (d *driver) skip(now time.Duration, s *State) bool {
-	sig := append(d.sigPrev[:0], int64(s.version), int64(d.misses))
-	te := d.tePrev[:0]
+	if !d.sigOK || d.lastActs != 0 || d.started || s.version != d.sigVersion || d.misses != d.sigMisses ||
+		!d.hold.Holds(simEpoch.Add(now)) {
+		return false
+	}
+	if d.sigDirty || now >= d.sigTurn {
+		d.sigNow = d.signature(now, d.sigNow[:0])
+		if !slices.Equal(d.sigNow, d.sig) {
+			return false
+		}
+		d.sigDirty, d.sigTurn = false, d.turn(now)
+	}
+	if d.hold.TaskEnds {
+		d.teNow = d.taskEnds(d.teNow[:0])
+		return slices.Equal(d.teNow, d.te)
+	}
+	return true
+}
+
+// record notes what the policy reads in this round, for skip.
+func (d *driver) record(now time.Duration, s *State) {
+	d.sig = d.signature(now, d.sig[:0])
+	d.sigVersion, d.sigMisses = s.version, d.misses
+	d.sigDirty, d.sigTurn, d.sigOK = false, d.turn(now), true
+}
+
+// signature appends the driver's part of what the policy reads, apart
+// from task ends: the jobs it sees with their tasks pending and held, and
+// the pilots with their state and the job they serve.
+func (d *driver) signature(now time.Duration, sig []int64) []int64 {
 	for _, ej := range d.driven {
 		if ej.submit > now || ej.done {
 			continue
@@ -934,7 +984,6 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 		busy := int64(0)
 		if p.state == pRunning && p.w.task >= 0 {
 			busy = 1
-			te = append(te, int64(p.w.tEnd))
 		}
 		if p.retiring {
 			busy |= 2
@@ -948,12 +997,33 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 		}
 		sig = append(sig, int64(p.id), int64(p.state), busy, int64(serves.id))
 	}
-	quiet := d.sigOK && d.lastActs == 0 && !d.started && slices.Equal(sig, d.sig) &&
-		d.hold.Holds(simEpoch.Add(now)) && (!d.hold.TaskEnds || slices.Equal(te, d.te))
-	d.sigPrev, d.sig = d.sig, sig
-	d.tePrev, d.te = d.te, te
-	d.sigOK = true
-	return quiet
+	return sig
+}
+
+// turn is the first instant after now at which the clock alone changes
+// the signature: a job's arrival, or the backlog's end (pendingTasks).
+func (d *driver) turn(now time.Duration) time.Duration {
+	t := time.Duration(math.MaxInt64)
+	for _, ej := range d.driven {
+		switch {
+		case ej.done:
+		case ej.submit > now:
+			t = min(t, ej.submit)
+		case ej.infinite && ej.until > now:
+			t = min(t, ej.until)
+		}
+	}
+	return t
+}
+
+// taskEnds appends the busy pilots' task ends.
+func (d *driver) taskEnds(te []int64) []int64 {
+	for _, p := range d.pilots {
+		if p.state == pRunning && p.w.task >= 0 {
+			te = append(te, int64(p.w.tEnd))
+		}
+	}
+	return te
 }
 
 // apply carries out one action, as the daemon would through Slurm.
