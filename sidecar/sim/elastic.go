@@ -471,6 +471,13 @@ type driver struct {
 	misses    int
 	started   bool
 
+	// What settle found: the earliest task end, when something the
+	// driver follows comes due, whether to wake the engine at all; and
+	// the engine's version it saw (onPass).
+	taskEnd, due time.Duration
+	outstanding  bool
+	seen         uint64
+
 	// Round skipping (skip) compares with the last round the policy ran:
 	// its signature, busy pilots' task ends, engine version and misses,
 	// action count, and how long its decision holds. sigDirty: tasks or
@@ -532,6 +539,31 @@ func (d *driver) bindJobs(now time.Duration, s *State) {
 
 // onPass is the driver: it runs after every scheduling pass.
 func (d *driver) onPass(now time.Duration, s *State) {
+	// Most passes come with nothing due: the engine did not change and no
+	// holder, task or arrival the driver follows came due since it last
+	// looked (settle). Such a pass would find nothing to do before and
+	// after the round, unless the round changed something.
+	still := s.version == d.seen && now < d.due
+	if !still {
+		d.catchUp(now, s)
+	}
+	changed := false
+	if now >= d.nextRound {
+		changed = d.round(now, s)
+		d.nextRound = floorTo(now, d.cycle) + d.cycle
+	}
+	if !still || changed {
+		d.settle(now, s)
+	}
+	d.seen = s.version
+	if d.outstanding {
+		s.wake(min(d.nextRound, d.taskEnd))
+	}
+}
+
+// catchUp ends the holders that ended, completes the tasks that ended and
+// starts the next ones, and sets the bases that started to work.
+func (d *driver) catchUp(now time.Duration, s *State) {
 	d.bindJobs(now, s)
 	if d.cfg.Mode == ScavengerMode || d.cfg.Mode == ThesisMode {
 		s.queue = slices.DeleteFunc(s.queue, func(j *job) bool { return j.id >= markerBase })
@@ -585,11 +617,11 @@ func (d *driver) onPass(now time.Duration, s *State) {
 		}
 	}
 
-	if now >= d.nextRound {
-		d.round(now, s)
-		d.nextRound = floorTo(now, d.cycle) + d.cycle
-	}
+}
 
+// settle lets holders with nothing left to do go, keeps the waiting
+// intervals, and notes when the driver next has something to do.
+func (d *driver) settle(now time.Duration, s *State) {
 	// Holders with nothing left to do leave now; a base whose work ran
 	// out on some of its nodes gives those back (Slurm shrinks a running
 	// job: scontrol update JobId= NodeList=). Not while a pilot runs one
@@ -636,15 +668,22 @@ func (d *driver) onPass(now time.Duration, s *State) {
 		}
 	}
 
-	// Waiting bookkeeping and the next wake-up.
-	next := d.nextRound
+	// Waiting bookkeeping and what comes due next: holders' and tasks'
+	// ends, arrivals, the backlog's end.
+	taskEnd, due := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	outstanding := false
 	for _, ej := range d.driven {
+		if ej.submit > now {
+			due = min(due, ej.submit)
+		}
 		if ej.infinite {
 			if now >= ej.until && ej.running == 0 && !ej.done {
 				ej.done, d.sigDirty = true, true
 			}
-			outstanding = outstanding || !ej.done
+			if !ej.done {
+				outstanding = true
+				due = min(due, ej.until)
+			}
 			continue
 		}
 		if !ej.done {
@@ -660,18 +699,21 @@ func (d *driver) onPass(now time.Duration, s *State) {
 		}
 		for _, wk := range ej.baseWorkers {
 			if wk.task >= 0 {
-				next = min(next, wk.tEnd)
+				taskEnd = min(taskEnd, wk.tEnd)
 			}
 		}
 	}
 	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task >= 0 {
-			next = min(next, p.w.tEnd)
+		if p.state != pRunning {
+			continue
+		}
+		due = min(due, p.eng.end)
+		if p.w.task >= 0 {
+			taskEnd = min(taskEnd, p.w.tEnd)
 		}
 	}
-	if outstanding || len(d.pilots) > 0 {
-		s.wake(next)
-	}
+	d.taskEnd, d.due = taskEnd, min(due, taskEnd)
+	d.outstanding = outstanding || len(d.pilots) > 0
 }
 
 // advance completes w's task if it ended by now and pulls the next.
@@ -783,7 +825,8 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 
 // round is one scheduling cycle: pilots submitted last cycle start if
 // their node is still free, then the policy decides on a fresh snapshot.
-func (d *driver) round(now time.Duration, s *State) {
+// It reports whether a pilot started or the policy acted.
+func (d *driver) round(now time.Duration, s *State) (changed bool) {
 	d.res.Rounds++
 	for _, p := range d.pilots {
 		if p.state != pPending || p.submitted >= now {
@@ -802,6 +845,7 @@ func (d *driver) round(now time.Duration, s *State) {
 			continue // still pending: the timeout rule handles it
 		}
 		d.startPilot(p, node, now, s)
+		changed = true
 	}
 
 	if d.skip(now, s) && !d.cfg.EveryRound {
@@ -813,7 +857,7 @@ func (d *driver) round(now time.Duration, s *State) {
 				}
 			}
 		}
-		return
+		return changed
 	}
 	d.record(now, s)
 	st := d.state(now)
@@ -821,7 +865,7 @@ func (d *driver) round(now time.Duration, s *State) {
 	d.lastActs = 0
 	d.hold = policy.Hold{}
 	if len(st.Jobs) == 0 && len(st.Pilots) == 0 {
-		return
+		return changed
 	}
 	snap := d.snapshot(s)
 	acts, hold := policy.DecideHold(snap, st, d.pcfg, simEpoch.Add(now))
@@ -833,6 +877,7 @@ func (d *driver) round(now time.Duration, s *State) {
 	for _, a := range acts {
 		d.apply(a, now, s)
 	}
+	return changed || len(acts) > 0
 }
 
 // state is what glean knows beyond the snapshot, as the daemon tells the
