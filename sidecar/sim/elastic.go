@@ -466,6 +466,7 @@ type driver struct {
 	driven    []*ejob // what the policy sees: the jobs (not in SlurmOnly), then the backlog
 	byBase    map[*job]*ejob
 	pilots    []*pilot // not gone
+	pending   int      // of those, pending
 	nextPilot int
 	nextRound time.Duration
 	misses    int
@@ -829,6 +830,9 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 func (d *driver) round(now time.Duration, s *State) (changed bool) {
 	d.res.Rounds++
 	for _, p := range d.pilots {
+		if d.pending == 0 {
+			break
+		}
 		if p.state != pPending || p.submitted >= now {
 			continue
 		}
@@ -1087,6 +1091,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		}
 		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit}
 		d.nextPilot++
+		d.pending++
 		p.run = &PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
 		d.pilots = append(d.pilots, p)
 	case policy.CancelPilot, policy.RetirePilot:
@@ -1096,6 +1101,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		}
 		if p.state == pPending {
 			p.state, p.cause = pGone, "cancelled pending: "+a.Cause.String()
+			d.pending--
 			d.anyGone = true
 			p.run.End, p.run.EndCause = now, p.cause
 			d.res.Pilots = append(d.res.Pilots, *p.run)
@@ -1154,6 +1160,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
 	s.startOn(j, []span{{first: int32(node), n: 1}})
 	p.eng, p.node, p.state = j, node, pRunning
+	d.pending--
 	j.pilot = true
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
