@@ -411,7 +411,7 @@ type worker struct {
 	deadline   time.Duration // a task must end by it
 	noMoreWork bool          // retired or cancelled: take no more tasks
 	released   bool          // a base worker whose node the base gave back
-	rec        int           // the backlog: its last record in Tasks, or -1
+	rec        *TaskRun      // the backlog: its last record, or nil
 }
 
 type pilotState int
@@ -436,7 +436,7 @@ type pilot struct {
 	retiring  bool
 	leaving   bool // cancelled: ends at eng.end
 	cause     string
-	run       *PilotRun
+	run       PilotRun
 	// The policy's instants of submitted, eng.start, eng.estEnd and w.tEnd,
 	// kept while those stay the same (state).
 	subT, startT, endT, taskEndT instant
@@ -494,6 +494,9 @@ type driver struct {
 	sigOK       bool
 	anyGone     bool // some pilot in pilots is pGone
 	hold        policy.Hold
+
+	tasks blocks[TaskRun]  // ElasticResult.Tasks
+	runs  blocks[PilotRun] // ElasticResult.Pilots
 
 	snapCache snapCache
 	stJobs    []policy.ElasticJob
@@ -738,12 +741,11 @@ func (d *driver) complete(w *worker) {
 	if ej.infinite {
 		// Consecutive tasks on one pilot are one record: KTH-SP2's
 		// backlog completes millions.
-		if w.rec >= 0 && d.res.Tasks[w.rec].End == w.tStart {
-			d.res.Tasks[w.rec].End = w.tEnd
-			d.res.Tasks[w.rec].Count++
+		if w.rec != nil && w.rec.End == w.tStart {
+			w.rec.End = w.tEnd
+			w.rec.Count++
 		} else {
-			w.rec = len(d.res.Tasks)
-			d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: true, Completed: true, Count: 1})
+			w.rec = d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: true, Completed: true, Count: 1})
 		}
 		ej.running--
 		w.pilot.run.Tasks++
@@ -751,7 +753,7 @@ func (d *driver) complete(w *worker) {
 		return
 	}
 	d.sigDirty = true
-	d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true, Count: 1})
+	d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true, Count: 1})
 	ej.running--
 	ej.left--
 	if w.pilot != nil {
@@ -803,7 +805,7 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 	}
 	if w.task >= 0 {
 		ej := w.ej
-		d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil, Count: 1})
+		d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil, Count: 1})
 		ej.running--
 		if !ej.infinite {
 			ej.pool = append(ej.pool, w.task)
@@ -821,7 +823,7 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	d.anyGone, d.sigDirty = true, true
 	p.run.End = t
 	p.run.EndCause = p.cause
-	d.res.Pilots = append(d.res.Pilots, *p.run)
+	d.runs.add(p.run)
 }
 
 // round is one scheduling cycle: pilots submitted last cycle start if
@@ -1092,7 +1094,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit}
 		d.nextPilot++
 		d.pending++
-		p.run = &PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
+		p.run = PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
 		d.pilots = append(d.pilots, p)
 	case policy.CancelPilot, policy.RetirePilot:
 		p := d.findPilot(a.Pilot)
@@ -1104,7 +1106,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 			d.pending--
 			d.anyGone = true
 			p.run.End, p.run.EndCause = now, p.cause
-			d.res.Pilots = append(d.res.Pilots, *p.run)
+			d.runs.add(p.run)
 			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
 			return
 		}
@@ -1162,7 +1164,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	p.eng, p.node, p.state = j, node, pRunning
 	d.pending--
 	j.pilot = true
-	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
+	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++
 	d.started = true
@@ -1182,7 +1184,7 @@ func (d *driver) slurmOnly(r *Result) {
 			// The rigid job runs all its tasks on its nodes.
 			ns := allocNodes(jr.alloc)
 			for k, n := range ns {
-				d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: k, Node: n, Start: jr.Start, End: jr.End, Completed: true})
+				d.tasks.add(TaskRun{Job: ej.id, Task: k, Node: n, Start: jr.Start, End: jr.End, Completed: true})
 			}
 			if jr.Start > jr.Submit {
 				d.res.Waiting = append(d.res.Waiting, Interval{jr.Submit, jr.Start})
@@ -1203,10 +1205,11 @@ func allocNodes(a []span) []int {
 
 // finish records the calibration jobs and the pilots still listed.
 func (d *driver) finish() {
+	d.res.Tasks = d.tasks.all()
 	for _, p := range d.pilots {
-		if p.run != nil && p.state != pGone {
+		if p.state != pGone {
 			p.run.EndCause = "still running at the end"
-			d.res.Pilots = append(d.res.Pilots, *p.run)
+			d.runs.add(p.run)
 		}
 	}
 	if b := d.backlog; b != nil {
@@ -1233,5 +1236,40 @@ func (d *driver) finish() {
 		}
 		d.res.Cal = append(d.res.Cal, c)
 	}
+	d.res.Pilots = d.runs.all()
 	slices.SortFunc(d.res.Pilots, func(a, b PilotRun) int { return a.ID - b.ID })
+}
+
+// blocks collects records in blocks that never move: a pointer to one stays
+// valid, and a long run's millions are not copied over and over as a
+// growing slice would be.
+type blocks[T any] struct {
+	full [][]T
+	last []T
+	n    int
+}
+
+// add appends v and returns where it is kept.
+func (b *blocks[T]) add(v T) *T {
+	if len(b.last) == cap(b.last) {
+		if b.last != nil {
+			b.full = append(b.full, b.last)
+		}
+		b.last = make([]T, 0, min(4096, max(64, 2*cap(b.last))))
+	}
+	b.last = append(b.last, v)
+	b.n++
+	return &b.last[len(b.last)-1]
+}
+
+// all is every record in order, nil for none.
+func (b *blocks[T]) all() []T {
+	if b.n == 0 {
+		return nil
+	}
+	out := make([]T, 0, b.n)
+	for _, f := range b.full {
+		out = append(out, f...)
+	}
+	return append(out, b.last...)
 }

@@ -272,8 +272,14 @@ func (s *State) line(j *job, at func(time.Duration) time.Time) *jobLine {
 	return j.line
 }
 
-// hostNamesOf expands an allocation into node names taken from names.
+// hostNamesOf expands an allocation into node names taken from names: a
+// part of names itself (capped, so that nobody appends into it) if the
+// nodes are one run, as a pilot's node is.
 func hostNamesOf(a []span, names []string) []string {
+	if len(a) == 1 {
+		lo, hi := a[0].first, a[0].first+a[0].n
+		return names[lo:hi:hi]
+	}
 	n := 0
 	for _, sp := range a {
 		n += int(sp.n)
