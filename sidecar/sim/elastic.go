@@ -93,6 +93,8 @@ type ElasticConfig struct {
 	// verifySkips (tests) runs the policy in skipped rounds too and
 	// counts in ElasticResult.skipErrs those in which it would have acted.
 	verifySkips bool
+	// checkSnapshot (tests) sees every snapshot the policy is given.
+	checkSnapshot func(*driver, *State, *cluster.Snapshot)
 }
 
 // TaskRun is one attempt at one task.
@@ -431,7 +433,7 @@ type pilot struct {
 	state     pilotState
 	submitted time.Duration
 	limit     time.Duration
-	eng       *job
+	eng       *job // &job once it runs
 	w         worker
 	retiring  bool
 	leaving   bool // cancelled: ends at eng.end
@@ -440,6 +442,11 @@ type pilot struct {
 	// The policy's instants of submitted, eng.start, eng.estEnd and w.tEnd,
 	// kept while those stay the same (state).
 	subT, startT, endT, taskEndT instant
+	// Its engine job and that job's snapshot line, kept here: one
+	// allocation per pilot.
+	job   job
+	line  jobLine
+	alloc [1]span
 }
 
 // instant is simEpoch.Add(d) for the last d asked.
@@ -874,6 +881,9 @@ func (d *driver) round(now time.Duration, s *State) (changed bool) {
 		return changed
 	}
 	snap := d.snapshot(s)
+	if d.cfg.checkSnapshot != nil {
+		d.cfg.checkSnapshot(d, s, snap)
+	}
 	acts, hold := policy.DecideHold(snap, st, d.pcfg, simEpoch.Add(now))
 	d.lastActs, d.hold = len(acts), hold
 	if len(acts) == 0 && hold.TaskEnds {
@@ -940,25 +950,24 @@ func (d *driver) state(now time.Duration) policy.State {
 // are: running jobs in the pilot partition, and the pending ones.
 // It is built on d.snapCache: valid until the next one.
 func (d *driver) snapshot(s *State) *cluster.Snapshot {
-	snap := s.snapshot(simEpoch, &d.snapCache)
-	for i, j := range s.running { // the snapshot's first lines, in this order
-		if j.pilot {
-			snap.Jobs[i].Partition = PilotPartition
-			snap.Jobs[i].Name = "glean-pilot"
-			snap.Jobs[i].Priority = 1
-		}
-	}
+	snap := s.snapshot(simEpoch, &d.snapCache) // running pilots: their line (startPilot)
 	for _, p := range d.pilots {
 		if p.state != pPending {
 			continue
 		}
-		cj := cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
-			Submit: simEpoch.Add(p.submitted), State: cluster.JobPending, RawState: "PENDING", Reason: "Priority",
-			Priority: 1, Name: "glean-pilot"}
-		snap.Jobs = append(snap.Jobs, cj)
+		snap.Jobs = append(snap.Jobs, p.jobLine())
+		cj := &snap.Jobs[len(snap.Jobs)-1]
+		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", "Priority"
 	}
 	d.snapCache.jobs = snap.Jobs
 	return snap
+}
+
+// jobLine is what p's snapshot line shows, running or pending: a one-node
+// job in the pilot partition at the lowest priority.
+func (p *pilot) jobLine() cluster.Job {
+	return cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
+		Submit: p.subT.at(p.submitted), Priority: 1, Name: "glean-pilot"}
 }
 
 // nodeName is NodeName(i), from the snapshots' names once there are some.
@@ -1159,8 +1168,14 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	if lim == cluster.Unlimited || lim <= 0 {
 		lim, run = workload.Unlimited, 365*24*time.Hour
 	}
-	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
-	s.startOn(j, []span{{first: int32(node), n: 1}})
+	p.job = job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
+	j := &p.job
+	// Its line is that of a pending pilot (snapshot) until it runs.
+	p.line = jobLine{base: p.jobLine()}
+	p.line.base.TimeLimit = lim
+	j.line = &p.line
+	p.alloc[0] = span{first: int32(node), n: 1}
+	s.startOn(j, p.alloc[:])
 	p.eng, p.node, p.state = j, node, pRunning
 	d.pending--
 	j.pilot = true

@@ -71,9 +71,11 @@ type jobLine struct {
 
 func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
-	snap := &cluster.Snapshot{}
+	var snap *cluster.Snapshot
 	if c != nil {
 		snap = &c.snap
+	} else {
+		snap = new(cluster.Snapshot)
 	}
 	*snap = cluster.Snapshot{Time: at(s.now), Complete: true}
 

@@ -17,27 +17,32 @@ func TestCachedSnapshot(t *testing.T) {
 	w.Jobs = w.Jobs[:600]
 	var c snapCache
 	_, err := Run(w, Config{Policy: SlurmLike, OnPass: func(now time.Duration, s *State) {
-		got, want := s.snapshot(simEpoch, &c), s.Snapshot(simEpoch)
-		// The cached lists show none as empty, fresh ones as nil.
-		g := *got
-		g.Jobs = nil
-		if len(got.Jobs) > 0 {
-			g.Jobs = slices.Clone(got.Jobs)
-		}
-		for i := range g.Jobs {
-			for _, l := range []*[]string{&g.Jobs[i].Nodes, &g.Jobs[i].SchedNodes} {
-				if len(*l) == 0 {
-					*l = nil
-				}
-			}
-		}
-		if !reflect.DeepEqual(&g, want) {
-			t.Fatalf("at %v the cached snapshot shows\n%v\nwant\n%v", now, snapDiff(&g, want), snapDiff(want, &g))
+		got, want := normalized(s.snapshot(simEpoch, &c)), s.Snapshot(simEpoch)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("at %v the cached snapshot shows\n%v\nwant\n%v", now, snapDiff(got, want), snapDiff(want, got))
 		}
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// normalized is a copy of a cached snapshot with its empty lists nil, as a
+// fresh one has them.
+func normalized(snap *cluster.Snapshot) *cluster.Snapshot {
+	g := *snap
+	g.Jobs = nil
+	if len(snap.Jobs) > 0 {
+		g.Jobs = slices.Clone(snap.Jobs)
+	}
+	for i := range g.Jobs {
+		for _, l := range []*[]string{&g.Jobs[i].Nodes, &g.Jobs[i].SchedNodes} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+	}
+	return &g
 }
 
 // snapDiff is a's nodes and jobs that b does not show the same.
@@ -54,4 +59,52 @@ func snapDiff(a, b *cluster.Snapshot) []any {
 		}
 	}
 	return out
+}
+
+// TestDriverSnapshot: the snapshot the elastic driver gives the policy is
+// the engine's, fresh, with running pilots shown as one-node jobs in the
+// pilot partition at priority 1 and the pending pilots after the pending
+// jobs, in every round of both thesis lists in every mode with a backlog
+// and of the first 600 KTH-SP2 jobs with a backlog.
+func TestDriverSnapshot(t *testing.T) {
+	kth := loadSWF(t, "KTH-SP2-1996-2.1-cln.swf.gz")
+	kth.Jobs = kth.Jobs[:600]
+	cfg := elasticCfg(SlurmOnly)
+	cfg.Backlog = 10 * time.Minute
+	runs := []elasticRun{{"kth-600/backlog", kth, cfg}}
+	for _, r := range thesisRuns(t) {
+		if r.cfg.Backlog > 0 {
+			runs = append(runs, r)
+		}
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			rounds := 0
+			r.cfg.checkSnapshot = func(d *driver, s *State, got *cluster.Snapshot) {
+				rounds++
+				want := s.Snapshot(simEpoch)
+				for i, j := range s.running {
+					if j.pilot {
+						want.Jobs[i].Partition, want.Jobs[i].Name, want.Jobs[i].Priority = PilotPartition, "glean-pilot", 1
+					}
+				}
+				for _, p := range d.pilots {
+					if p.state == pPending {
+						want.Jobs = append(want.Jobs, cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition,
+							NumNodes: 1, TimeLimit: p.limit, Submit: simEpoch.Add(p.submitted), State: cluster.JobPending,
+							RawState: "PENDING", Reason: "Priority", Priority: 1, Name: "glean-pilot"})
+					}
+				}
+				if g := normalized(got); !reflect.DeepEqual(g, want) {
+					t.Fatalf("at %v the driver's snapshot shows\n%v\nwant\n%v", s.now, snapDiff(g, want), snapDiff(want, g))
+				}
+			}
+			if _, err := RunElastic(r.w, r.cfg); err != nil {
+				t.Fatal(err)
+			}
+			if rounds == 0 {
+				t.Fatal("no round ran the policy")
+			}
+		})
+	}
 }
