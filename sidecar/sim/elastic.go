@@ -265,6 +265,7 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		nextID = max(nextID, j.ID)
 	}
 	d.nextPilot = max(nextID+1, 1_000_000, markerBase+len(w.Jobs)+1)
+	d.firstPilot = d.nextPilot
 	mode := policy.Fair
 	switch cfg.Mode {
 	case ScavengerMode:
@@ -391,6 +392,12 @@ type ejob struct {
 	nextTask int
 }
 
+// canShrink reports whether ej's base runs on with no task left to hand
+// out: it may give nodes back (settle).
+func (ej *ejob) canShrink(now time.Duration) bool {
+	return ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0
+}
+
 // pendingTasks is what the policy is told of ej's pending tasks.
 func (ej *ejob) pendingTasks(now time.Duration) int {
 	if ej.infinite {
@@ -478,13 +485,15 @@ type driver struct {
 	nextRound time.Duration
 	misses    int
 	started   bool
+	// firstPilot is the first pilot's ID: they are numbered on from it.
+	firstPilot int
 
-	// What settle found: the earliest task end, when something the
-	// driver follows comes due, whether to wake the engine at all; and
-	// the engine's version it saw (onPass).
-	taskEnd, due time.Duration
-	outstanding  bool
-	seen         uint64
+	// What settle found: the earliest task end and running pilot's end,
+	// when something the driver follows comes due, whether to wake the
+	// engine at all; and the engine's version it saw (onPass).
+	taskEnd, pilotEnd, due time.Duration
+	outstanding            bool
+	seen                   uint64
 
 	// Round skipping (skip) compares with the last round the policy ran:
 	// its signature, busy pilots' task ends, engine version and misses,
@@ -588,9 +597,11 @@ func (d *driver) catchUp(now time.Duration, s *State) {
 			}
 		}
 	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.eng.end <= now {
-			d.pilotGone(p, p.eng.end)
+	if now >= d.pilotEnd { // else none ended (settle)
+		for _, p := range d.pilots {
+			if p.state == pRunning && p.eng.end <= now {
+				d.pilotGone(p, p.eng.end)
+			}
 		}
 	}
 	if d.anyGone {
@@ -609,9 +620,11 @@ func (d *driver) catchUp(now time.Duration, s *State) {
 			}
 		}
 	}
-	for _, p := range d.pilots {
-		if p.state == pRunning {
-			d.advance(&p.w, now)
+	if now >= d.taskEnd { // else no task ended
+		for _, p := range d.pilots {
+			if p.state == pRunning {
+				d.advance(&p.w, now)
+			}
 		}
 	}
 	// Bases that started.
@@ -627,7 +640,6 @@ func (d *driver) catchUp(now time.Duration, s *State) {
 			}
 		}
 	}
-
 }
 
 // settle lets holders with nothing left to do go, keeps the waiting
@@ -639,16 +651,18 @@ func (d *driver) settle(now time.Duration, s *State) {
 	// of its tasks: a pilot that gives way hands its task back, and
 	// without the base nobody might run it before the job would have
 	// ended without glean (a shadow element waits the same way).
-	for _, ej := range d.jobs {
-		ej.onPilots = 0
-	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task >= 0 && p.w.ej != nil {
-			p.w.ej.onPilots++
+	if slices.ContainsFunc(d.jobs, func(ej *ejob) bool { return ej.canShrink(now) }) {
+		for _, ej := range d.jobs {
+			ej.onPilots = 0
+		}
+		for _, p := range d.pilots {
+			if p.state == pRunning && p.w.task >= 0 && p.w.ej != nil {
+				p.w.ej.onPilots++
+			}
 		}
 	}
 	for _, ej := range d.jobs {
-		if ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0 {
+		if ej.canShrink(now) {
 			idle := true
 			for _, w := range ej.baseWorkers {
 				idle = idle && (w.task < 0 || w.released)
@@ -667,14 +681,6 @@ func (d *driver) settle(now time.Duration, s *State) {
 					w.released, w.noMoreWork = true, true
 					s.shrink(ej.base, w.node)
 				}
-			}
-		}
-	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task < 0 && p.eng.end > now {
-			s.reschedule(p.eng, now)
-			if p.cause == "" {
-				p.cause = "no task"
 			}
 		}
 	}
@@ -714,16 +720,23 @@ func (d *driver) settle(now time.Duration, s *State) {
 			}
 		}
 	}
+	pilotEnd := time.Duration(math.MaxInt64)
 	for _, p := range d.pilots {
 		if p.state != pRunning {
 			continue
 		}
-		due = min(due, p.eng.end)
+		if p.w.task < 0 && p.eng.end > now {
+			s.reschedule(p.eng, now) // nothing left to do
+			if p.cause == "" {
+				p.cause = "no task"
+			}
+		}
+		pilotEnd = min(pilotEnd, p.eng.end)
 		if p.w.task >= 0 {
 			taskEnd = min(taskEnd, p.w.tEnd)
 		}
 	}
-	d.taskEnd, d.due = taskEnd, min(due, taskEnd)
+	d.taskEnd, d.pilotEnd, d.due = taskEnd, pilotEnd, min(due, taskEnd, pilotEnd)
 	d.outstanding = outstanding || len(d.pilots) > 0
 }
 
@@ -978,13 +991,18 @@ func (d *driver) nodeName(i int) string {
 	return NodeName(i)
 }
 
+// findPilot finds a pilot by the ID the policy knows: pilots is in the
+// order of their numbers.
 func (d *driver) findPilot(id string) *pilot {
-	for _, p := range d.pilots {
-		if p.sid == id {
-			return p
-		}
+	n, err := strconv.Atoi(id)
+	if err != nil {
+		return nil
 	}
-	return nil
+	i, ok := slices.BinarySearchFunc(d.pilots, n, func(p *pilot, n int) int { return p.id - n })
+	if !ok || d.pilots[i].sid != id {
+		return nil
+	}
+	return d.pilots[i]
 }
 
 func (d *driver) findJob(id string) *ejob {
@@ -1251,8 +1269,16 @@ func (d *driver) finish() {
 		}
 		d.res.Cal = append(d.res.Cal, c)
 	}
-	d.res.Pilots = d.runs.all()
-	slices.SortFunc(d.res.Pilots, func(a, b PilotRun) int { return a.ID - b.ID })
+	// Every pilot left one record: each goes to its place in ID order.
+	if n := d.nextPilot - d.firstPilot; n != d.runs.n {
+		panic(fmt.Sprintf("sim: %d pilots left %d records", n, d.runs.n))
+	}
+	if d.runs.n > 0 {
+		d.res.Pilots = make([]PilotRun, d.runs.n)
+		for r := range d.runs.each {
+			d.res.Pilots[r.ID-d.firstPilot] = *r
+		}
+	}
 }
 
 // blocks collects records in blocks that never move: a pointer to one stays
@@ -1287,4 +1313,19 @@ func (b *blocks[T]) all() []T {
 		out = append(out, f...)
 	}
 	return append(out, b.last...)
+}
+
+// each yields every record in order.
+func (b *blocks[T]) each(yield func(*T) bool) {
+	for k := range len(b.full) + 1 {
+		f := b.last
+		if k < len(b.full) {
+			f = b.full[k]
+		}
+		for i := range f {
+			if !yield(&f[i]) {
+				return
+			}
+		}
+	}
 }
