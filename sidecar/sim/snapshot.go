@@ -61,12 +61,14 @@ type snapCache struct {
 }
 
 // jobLine is a job's cached snapshot line: what running and pending share,
-// its nodes once it runs, and its last planned nodes.
+// its nodes once it runs, and its last planned nodes (planBuf: the array
+// of their names, unless they are one run).
 type jobLine struct {
 	base      cluster.Job
 	nodes     []string
 	planSpans []span
 	planHosts []string
+	planBuf   []string
 }
 
 func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
@@ -162,7 +164,7 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 			continue
 		}
 		if l.nodes == nil {
-			l.nodes = hostNamesOf(j.alloc, names)
+			l.nodes = hostNamesOf(j.alloc, names, nil)
 		}
 		snap.Jobs = append(snap.Jobs, l.base)
 		cj := &snap.Jobs[i]
@@ -199,8 +201,13 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 				case l.planHosts != nil && slices.Equal(l.planSpans, plan):
 					cj.SchedNodes = l.planHosts
 				default:
+					// The last list is written over: the snapshot that
+					// showed it is no longer valid.
 					l.planSpans = append(l.planSpans[:0], plan...)
-					l.planHosts = hostNamesOf(plan, names)
+					l.planHosts = hostNamesOf(plan, names, l.planBuf[:0])
+					if len(plan) > 1 {
+						l.planBuf = l.planHosts
+					}
 					cj.SchedNodes = l.planHosts
 				}
 			}
@@ -276,8 +283,8 @@ func (s *State) line(j *job, at func(time.Duration) time.Time) *jobLine {
 
 // hostNamesOf expands an allocation into node names taken from names: a
 // part of names itself (capped, so that nobody appends into it) if the
-// nodes are one run, as a pilot's node is.
-func hostNamesOf(a []span, names []string) []string {
+// nodes are one run, as a pilot's node is, else appended to buf.
+func hostNamesOf(a []span, names, buf []string) []string {
 	if len(a) == 1 {
 		lo, hi := a[0].first, a[0].first+a[0].n
 		return names[lo:hi:hi]
@@ -286,11 +293,13 @@ func hostNamesOf(a []span, names []string) []string {
 	for _, sp := range a {
 		n += int(sp.n)
 	}
-	out := make([]string, 0, n)
-	for _, sp := range a {
-		out = append(out, names[sp.first:sp.first+sp.n]...)
+	if buf == nil || cap(buf) < n {
+		buf = make([]string, 0, n)
 	}
-	return out
+	for _, sp := range a {
+		buf = append(buf, names[sp.first:sp.first+sp.n]...)
+	}
+	return buf
 }
 
 // snapJob fills what running and pending jobs share.
