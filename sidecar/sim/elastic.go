@@ -259,7 +259,8 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	for _, j := range w.Jobs {
 		res.LastSubmit = max(res.LastSubmit, j.Submit)
 	}
-	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}}
+	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{},
+		pilotTask: math.MaxInt64, pilotEnd: math.MaxInt64} // no pilots yet
 	nextID := 0
 	for _, j := range w.Jobs {
 		nextID = max(nextID, j.ID)
@@ -488,12 +489,16 @@ type driver struct {
 	// firstPilot is the first pilot's ID: they are numbered on from it.
 	firstPilot int
 
-	// What settle found: the earliest task end and running pilot's end,
-	// when something the driver follows comes due, whether to wake the
-	// engine at all; and the engine's version it saw (onPass).
-	taskEnd, pilotEnd, due time.Duration
-	outstanding            bool
-	seen                   uint64
+	// What settle found: the earliest task end (of a pilot's: pilotTask)
+	// and running pilot's end, when something the driver follows comes
+	// due, whether to wake the engine at all; and the engine's version it
+	// saw (onPass).
+	taskEnd, pilotTask, pilotEnd, due time.Duration
+	outstanding                       bool
+	seen                              uint64
+	// moved: a pilot started, ended, was acted on or changed tasks since
+	// settle last walked the pilots.
+	moved bool
 
 	// Round skipping (skip) compares with the last round the policy ran:
 	// its signature, busy pilots' task ends, engine version and misses,
@@ -622,8 +627,9 @@ func (d *driver) catchUp(now time.Duration, s *State) {
 	}
 	if now >= d.taskEnd { // else no task ended
 		for _, p := range d.pilots {
-			if p.state == pRunning {
+			if p.state == pRunning && p.w.task >= 0 && p.w.tEnd <= now {
 				d.advance(&p.w, now)
+				d.moved = true
 			}
 		}
 	}
@@ -720,23 +726,27 @@ func (d *driver) settle(now time.Duration, s *State) {
 			}
 		}
 	}
-	pilotEnd := time.Duration(math.MaxInt64)
-	for _, p := range d.pilots {
-		if p.state != pRunning {
-			continue
-		}
-		if p.w.task < 0 && p.eng.end > now {
-			s.reschedule(p.eng, now) // nothing left to do
-			if p.cause == "" {
-				p.cause = "no task"
+	if d.moved { // else the pilots' ends are the same
+		d.moved = false
+		d.pilotEnd, d.pilotTask = math.MaxInt64, math.MaxInt64
+		for _, p := range d.pilots {
+			if p.state != pRunning {
+				continue
+			}
+			if p.w.task < 0 && p.eng.end > now {
+				s.reschedule(p.eng, now) // nothing left to do
+				if p.cause == "" {
+					p.cause = "no task"
+				}
+			}
+			d.pilotEnd = min(d.pilotEnd, p.eng.end)
+			if p.w.task >= 0 {
+				d.pilotTask = min(d.pilotTask, p.w.tEnd)
 			}
 		}
-		pilotEnd = min(pilotEnd, p.eng.end)
-		if p.w.task >= 0 {
-			taskEnd = min(taskEnd, p.w.tEnd)
-		}
 	}
-	d.taskEnd, d.pilotEnd, d.due = taskEnd, pilotEnd, min(due, taskEnd, pilotEnd)
+	d.taskEnd = min(taskEnd, d.pilotTask)
+	d.due = min(due, d.taskEnd, d.pilotEnd)
 	d.outstanding = outstanding || len(d.pilots) > 0
 }
 
@@ -840,7 +850,7 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	p.eng.pilot = false
 	d.stopWorker(&p.w, t)
 	p.state = pGone
-	d.anyGone, d.sigDirty = true, true
+	d.anyGone, d.sigDirty, d.moved = true, true, true
 	p.run.End = t
 	p.run.EndCause = p.cause
 	d.runs.add(p.run)
@@ -1106,6 +1116,7 @@ func (d *driver) taskEnds(te []int64) []int64 {
 
 // apply carries out one action, as the daemon would through Slurm.
 func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
+	d.moved = true
 	switch a.Kind {
 	case policy.SubmitPilot:
 		ej := d.findJob(a.Job)
@@ -1200,7 +1211,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++
-	d.started = true
+	d.started, d.moved = true, true
 	d.pull(&p.w, now)
 }
 
