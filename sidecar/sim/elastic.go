@@ -447,9 +447,10 @@ type pilot struct {
 	leaving   bool // cancelled: ends at eng.end
 	cause     string
 	run       PilotRun
-	// The policy's instants of submitted, eng.start, eng.estEnd and w.tEnd,
-	// kept while those stay the same (state).
-	subT, startT, endT, taskEndT instant
+	// The policy's instants of submitted, eng.start and eng.estEnd (which
+	// do not change), and of w.tEnd, kept while it stays the same (state).
+	subAt, startAt, endAt time.Time
+	taskEndT              instant
 	// Its engine job and that job's snapshot line, kept here: one
 	// allocation per pilot.
 	job   job
@@ -946,7 +947,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subT.at(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
+		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subAt, Retiring: p.retiring, Leaving: p.leaving}
 		if p.next != nil {
 			pp.Job = p.next.key
 		}
@@ -955,9 +956,9 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		if p.state == pRunning {
 			pp.State = policy.PilotRunning
-			pp.Start = p.startT.at(p.eng.start)
+			pp.Start = p.startAt
 			if p.limit != cluster.Unlimited {
-				pp.End = p.endT.at(p.eng.estEnd)
+				pp.End = p.endAt
 			}
 			pp.Busy = p.w.task >= 0
 			if pp.Busy {
@@ -990,7 +991,7 @@ func (d *driver) snapshot(s *State) *cluster.Snapshot {
 // job in the pilot partition at the lowest priority.
 func (p *pilot) jobLine() cluster.Job {
 	return cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
-		Submit: p.subT.at(p.submitted), Priority: 1, Name: "glean-pilot"}
+		Submit: p.subAt, Priority: 1, Name: "glean-pilot"}
 }
 
 // nodeName is NodeName(i), from the snapshots' names once there are some.
@@ -1129,7 +1130,8 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 				node = n - 1
 			}
 		}
-		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit}
+		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
+			subAt: simEpoch.Add(now)}
 		d.nextPilot++
 		d.pending++
 		p.run = PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
@@ -1206,6 +1208,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	p.alloc[0] = span{first: int32(node), n: 1}
 	s.startOn(j, p.alloc[:])
 	p.eng, p.node, p.state = j, node, pRunning
+	p.startAt, p.endAt = simEpoch.Add(j.start), simEpoch.Add(j.estEnd)
 	d.pending--
 	j.pilot = true
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
