@@ -729,7 +729,7 @@ func (d *driver) settle(now time.Duration, s *State) {
 	}
 	if d.moved { // else the pilots' ends are the same
 		d.moved = false
-		d.pilotEnd, d.pilotTask = math.MaxInt64, math.MaxInt64
+		end, task := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 		for _, p := range d.pilots {
 			if p.state != pRunning {
 				continue
@@ -740,11 +740,12 @@ func (d *driver) settle(now time.Duration, s *State) {
 					p.cause = "no task"
 				}
 			}
-			d.pilotEnd = min(d.pilotEnd, p.eng.end)
+			end = min(end, p.eng.end)
 			if p.w.task >= 0 {
-				d.pilotTask = min(d.pilotTask, p.w.tEnd)
+				task = min(task, p.w.tEnd)
 			}
 		}
+		d.pilotEnd, d.pilotTask = end, task
 	}
 	d.taskEnd = min(taskEnd, d.pilotTask)
 	d.due = min(due, d.taskEnd, d.pilotEnd)
