@@ -490,6 +490,12 @@ type driver struct {
 	// firstPilot is the first pilot's ID: they are numbered on from it.
 	firstPilot int
 
+	// Pilots that went are used again for new ones (a pilot is a
+	// kilobyte, KTH-SP2 has 160,000): gone since the last snapshot, free
+	// once a snapshot without them was taken (the cached snapshot knows
+	// the lines of the jobs that ran in the last one).
+	gone, free []*pilot
+
 	// What settle found: the earliest task end (of a pilot's: pilotTask)
 	// and running pilot's end, when something the driver follows comes
 	// due, whether to wake the engine at all; and the engine's version it
@@ -611,7 +617,13 @@ func (d *driver) catchUp(now time.Duration, s *State) {
 		}
 	}
 	if d.anyGone {
-		d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+		d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool {
+			if p.state == pGone {
+				d.gone = append(d.gone, p)
+				return true
+			}
+			return false
+		})
 		d.anyGone = false
 	}
 
@@ -976,6 +988,9 @@ func (d *driver) state(now time.Duration) policy.State {
 // It is built on d.snapCache: valid until the next one.
 func (d *driver) snapshot(s *State) *cluster.Snapshot {
 	snap := s.snapshot(simEpoch, &d.snapCache) // running pilots: their line (startPilot)
+	d.free = append(d.free, d.gone...)
+	clear(d.gone)
+	d.gone = d.gone[:0]
 	for _, p := range d.pilots {
 		if p.state != pPending {
 			continue
@@ -1131,7 +1146,13 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 				node = n - 1
 			}
 		}
-		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
+		var p *pilot
+		if n := len(d.free); n > 0 {
+			p, d.free = d.free[n-1], d.free[:n-1]
+		} else {
+			p = new(pilot)
+		}
+		*p = pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
 			subAt: simEpoch.Add(now)}
 		d.nextPilot++
 		d.pending++
@@ -1149,6 +1170,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 			p.run.End, p.run.EndCause = now, p.cause
 			d.runs.add(p.run)
 			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
+			d.gone = append(d.gone, p)
 			return
 		}
 		p.w.noMoreWork = true
