@@ -639,12 +639,25 @@ func (d *driver) catchUp(now time.Duration, s *State) {
 		}
 	}
 	if now >= d.taskEnd { // else no task ended
+		// This walk notes the pilots' ends for settle too, which walks
+		// them again only if one is left without a task or the round
+		// changes them.
+		end, task, idle := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64), false
 		for _, p := range d.pilots {
-			if p.state == pRunning && p.w.task >= 0 && p.w.tEnd <= now {
+			if p.state != pRunning {
+				continue
+			}
+			if p.w.task >= 0 && p.w.tEnd <= now {
 				d.advance(&p.w, now)
-				d.moved = true
+			}
+			end = min(end, p.eng.end)
+			if p.w.task >= 0 {
+				task = min(task, p.w.tEnd)
+			} else {
+				idle = true
 			}
 		}
+		d.pilotEnd, d.pilotTask, d.moved = end, task, idle
 	}
 	// Bases that started.
 	for _, ej := range d.jobs {
