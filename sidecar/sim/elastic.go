@@ -503,8 +503,8 @@ type driver struct {
 	taskEnd, pilotTask, pilotEnd, due time.Duration
 	outstanding                       bool
 	seen                              uint64
-	// moved: a pilot started, ended, was acted on or changed tasks since
-	// settle last walked the pilots.
+	// moved: a pilot started, ended, was acted on or was left without a
+	// task since pilotTask and pilotEnd were noted (settle, catchUp).
 	moved bool
 
 	// Round skipping (skip) compares with the last round the policy ran:
@@ -1237,7 +1237,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	}
 	p.job = job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
 	j := &p.job
-	// Its line is that of a pending pilot (snapshot) until it runs.
+	// The snapshot shows it as a pilot (jobLine) with the engine's limit.
 	p.line = jobLine{base: p.jobLine()}
 	p.line.base.TimeLimit = lim
 	j.line = &p.line
