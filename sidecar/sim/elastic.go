@@ -1081,9 +1081,12 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 	return true
 }
 
-// record notes what the policy reads in this round, for skip.
+// record notes what the policy reads in this round, for skip. The
+// signature is the last one unless something in it changed since.
 func (d *driver) record(now time.Duration, s *State) {
-	d.sig = d.signature(now, d.sig[:0])
+	if !d.sigOK || d.sigDirty || now >= d.sigTurn {
+		d.sig = d.signature(now, d.sig[:0])
+	}
 	d.sigVersion, d.sigMisses = s.version, d.misses
 	d.sigDirty, d.sigTurn, d.sigOK = false, d.turn(now), true
 }
@@ -1146,7 +1149,7 @@ func (d *driver) taskEnds(te []int64) []int64 {
 
 // apply carries out one action, as the daemon would through Slurm.
 func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
-	d.moved = true
+	d.moved, d.sigDirty = true, true
 	switch a.Kind {
 	case policy.SubmitPilot:
 		ej := d.findJob(a.Job)
@@ -1250,7 +1253,7 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++
-	d.started, d.moved = true, true
+	d.started, d.moved, d.sigDirty = true, true, true
 	d.pull(&p.w, now)
 }
 
