@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,8 @@ type ElasticConfig struct {
 	// verifySkips (tests) runs the policy in skipped rounds too and
 	// counts in ElasticResult.skipErrs those in which it would have acted.
 	verifySkips bool
+	// checkSnapshot (tests) sees every snapshot the policy is given.
+	checkSnapshot func(*driver, *State, *cluster.Snapshot)
 }
 
 // TaskRun is one attempt at one task.
@@ -256,12 +259,14 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	for _, j := range w.Jobs {
 		res.LastSubmit = max(res.LastSubmit, j.Submit)
 	}
-	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{}}
+	d := &driver{cfg: cfg, pcfg: pcfg, cycle: sp.BFInterval, res: res, byBase: map[*job]*ejob{},
+		pilotTask: math.MaxInt64, pilotEnd: math.MaxInt64} // no pilots yet
 	nextID := 0
 	for _, j := range w.Jobs {
 		nextID = max(nextID, j.ID)
 	}
 	d.nextPilot = max(nextID+1, 1_000_000, markerBase+len(w.Jobs)+1)
+	d.firstPilot = d.nextPilot
 	mode := policy.Fair
 	switch cfg.Mode {
 	case ScavengerMode:
@@ -388,6 +393,12 @@ type ejob struct {
 	nextTask int
 }
 
+// canShrink reports whether ej's base runs on with no task left to hand
+// out: it may give nodes back (settle).
+func (ej *ejob) canShrink(now time.Duration) bool {
+	return ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0
+}
+
 // pendingTasks is what the policy is told of ej's pending tasks.
 func (ej *ejob) pendingTasks(now time.Duration) int {
 	if ej.infinite {
@@ -410,7 +421,7 @@ type worker struct {
 	deadline   time.Duration // a task must end by it
 	noMoreWork bool          // retired or cancelled: take no more tasks
 	released   bool          // a base worker whose node the base gave back
-	rec        int           // the backlog: its last record in Tasks, or -1
+	rec        *TaskRun      // the backlog: its last record, or nil
 }
 
 type pilotState int
@@ -430,15 +441,21 @@ type pilot struct {
 	state     pilotState
 	submitted time.Duration
 	limit     time.Duration
-	eng       *job
+	eng       *job // &job once it runs
 	w         worker
 	retiring  bool
 	leaving   bool // cancelled: ends at eng.end
 	cause     string
-	run       *PilotRun
-	// The policy's instants of submitted, eng.start, eng.estEnd and w.tEnd,
-	// kept while those stay the same (state).
-	subT, startT, endT, taskEndT instant
+	run       PilotRun
+	// The policy's instants of submitted, eng.start and eng.estEnd (which
+	// do not change), and of w.tEnd, kept while it stays the same (state).
+	subAt, startAt, endAt time.Time
+	taskEndT              instant
+	// Its engine job and that job's snapshot line, kept here: one
+	// allocation per pilot.
+	job   job
+	line  jobLine
+	alloc [1]span
 }
 
 // instant is simEpoch.Add(d) for the last d asked.
@@ -465,19 +482,49 @@ type driver struct {
 	driven    []*ejob // what the policy sees: the jobs (not in SlurmOnly), then the backlog
 	byBase    map[*job]*ejob
 	pilots    []*pilot // not gone
+	pending   int      // of those, pending
 	nextPilot int
 	nextRound time.Duration
 	misses    int
 	started   bool
+	// firstPilot is the first pilot's ID: they are numbered on from it.
+	firstPilot int
 
-	// Round skipping: the last round's signature (and its busy pilots'
-	// task ends), action count, and how long its decision holds.
-	sig, sigPrev []int64
-	te, tePrev   []int64
-	lastActs     int
-	sigOK        bool
-	anyGone      bool // some pilot in pilots is pGone
-	hold         policy.Hold
+	// Pilots that went are used again for new ones (a pilot is a
+	// kilobyte, KTH-SP2 has 160,000): gone since the last snapshot, free
+	// once a snapshot without them was taken (the cached snapshot knows
+	// the lines of the jobs that ran in the last one).
+	gone, free []*pilot
+
+	// What settle found: the earliest task end (of a pilot's: pilotTask)
+	// and running pilot's end, when something the driver follows comes
+	// due, whether to wake the engine at all; and the engine's version it
+	// saw (onPass).
+	taskEnd, pilotTask, pilotEnd, due time.Duration
+	outstanding                       bool
+	seen                              uint64
+	// moved: a pilot started, ended, was acted on or was left without a
+	// task since pilotTask and pilotEnd were noted (settle, catchUp).
+	moved bool
+
+	// Round skipping (skip) compares with the last round the policy ran:
+	// its signature, busy pilots' task ends, engine version and misses,
+	// action count, and how long its decision holds. sigDirty: tasks or
+	// pilots changed since, so the signature must be compared; sigTurn:
+	// when the clock next changes it (an arrival, the backlog's end).
+	sig, sigNow []int64
+	te, teNow   []int64
+	sigVersion  uint64
+	sigMisses   int
+	sigDirty    bool
+	sigTurn     time.Duration
+	lastActs    int
+	sigOK       bool
+	anyGone     bool // some pilot in pilots is pGone
+	hold        policy.Hold
+
+	tasks blocks[TaskRun]  // ElasticResult.Tasks
+	runs  blocks[PilotRun] // ElasticResult.Pilots
 
 	snapCache snapCache
 	stJobs    []policy.ElasticJob
@@ -524,6 +571,31 @@ func (d *driver) bindJobs(now time.Duration, s *State) {
 
 // onPass is the driver: it runs after every scheduling pass.
 func (d *driver) onPass(now time.Duration, s *State) {
+	// Most passes come with nothing due: the engine did not change and no
+	// holder, task or arrival the driver follows came due since it last
+	// looked (settle). Such a pass would find nothing to do before and
+	// after the round, unless the round changed something.
+	still := s.version == d.seen && now < d.due
+	if !still {
+		d.catchUp(now, s)
+	}
+	changed := false
+	if now >= d.nextRound {
+		changed = d.round(now, s)
+		d.nextRound = floorTo(now, d.cycle) + d.cycle
+	}
+	if !still || changed {
+		d.settle(now, s)
+	}
+	d.seen = s.version
+	if d.outstanding {
+		s.wake(min(d.nextRound, d.taskEnd))
+	}
+}
+
+// catchUp ends the holders that ended, completes the tasks that ended and
+// starts the next ones, and sets the bases that started to work.
+func (d *driver) catchUp(now time.Duration, s *State) {
 	d.bindJobs(now, s)
 	if d.cfg.Mode == ScavengerMode || d.cfg.Mode == ThesisMode {
 		s.queue = slices.DeleteFunc(s.queue, func(j *job) bool { return j.id >= markerBase })
@@ -537,13 +609,21 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			}
 		}
 	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.eng.end <= now {
-			d.pilotGone(p, p.eng.end)
+	if now >= d.pilotEnd { // else none ended (settle)
+		for _, p := range d.pilots {
+			if p.state == pRunning && p.eng.end <= now {
+				d.pilotGone(p, p.eng.end)
+			}
 		}
 	}
 	if d.anyGone {
-		d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool { return p.state == pGone })
+		d.pilots = slices.DeleteFunc(d.pilots, func(p *pilot) bool {
+			if p.state == pGone {
+				d.gone = append(d.gone, p)
+				return true
+			}
+			return false
+		})
 		d.anyGone = false
 	}
 
@@ -558,10 +638,26 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			}
 		}
 	}
-	for _, p := range d.pilots {
-		if p.state == pRunning {
-			d.advance(&p.w, now)
+	if now >= d.taskEnd { // else no task ended
+		// This walk notes the pilots' ends for settle too, which walks
+		// them again only if one is left without a task or the round
+		// changes them.
+		end, task, idle := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64), false
+		for _, p := range d.pilots {
+			if p.state != pRunning {
+				continue
+			}
+			if p.w.task >= 0 && p.w.tEnd <= now {
+				d.advance(&p.w, now)
+			}
+			end = min(end, p.eng.end)
+			if p.w.task >= 0 {
+				task = min(task, p.w.tEnd)
+			} else {
+				idle = true
+			}
 		}
+		d.pilotEnd, d.pilotTask, d.moved = end, task, idle
 	}
 	// Bases that started.
 	for _, ej := range d.jobs {
@@ -576,28 +672,29 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			}
 		}
 	}
+}
 
-	if now >= d.nextRound {
-		d.round(now, s)
-		d.nextRound = floorTo(now, d.cycle) + d.cycle
-	}
-
+// settle lets holders with nothing left to do go, keeps the waiting
+// intervals, and notes when the driver next has something to do.
+func (d *driver) settle(now time.Duration, s *State) {
 	// Holders with nothing left to do leave now; a base whose work ran
 	// out on some of its nodes gives those back (Slurm shrinks a running
 	// job: scontrol update JobId= NodeList=). Not while a pilot runs one
 	// of its tasks: a pilot that gives way hands its task back, and
 	// without the base nobody might run it before the job would have
 	// ended without glean (a shadow element waits the same way).
-	for _, ej := range d.jobs {
-		ej.onPilots = 0
-	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task >= 0 && p.w.ej != nil {
-			p.w.ej.onPilots++
+	if slices.ContainsFunc(d.jobs, func(ej *ejob) bool { return ej.canShrink(now) }) {
+		for _, ej := range d.jobs {
+			ej.onPilots = 0
+		}
+		for _, p := range d.pilots {
+			if p.state == pRunning && p.w.task >= 0 && p.w.ej != nil {
+				p.w.ej.onPilots++
+			}
 		}
 	}
 	for _, ej := range d.jobs {
-		if ej.baseStarted && !ej.baseEnded && ej.base.end > now && len(ej.pool) == 0 {
+		if ej.canShrink(now) {
 			idle := true
 			for _, w := range ej.baseWorkers {
 				idle = idle && (w.task < 0 || w.released)
@@ -619,24 +716,23 @@ func (d *driver) onPass(now time.Duration, s *State) {
 			}
 		}
 	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task < 0 && p.eng.end > now {
-			s.reschedule(p.eng, now)
-			if p.cause == "" {
-				p.cause = "no task"
-			}
-		}
-	}
 
-	// Waiting bookkeeping and the next wake-up.
-	next := d.nextRound
+	// Waiting bookkeeping and what comes due next: holders' and tasks'
+	// ends, arrivals, the backlog's end.
+	taskEnd, due := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	outstanding := false
 	for _, ej := range d.driven {
+		if ej.submit > now {
+			due = min(due, ej.submit)
+		}
 		if ej.infinite {
-			if now >= ej.until && ej.running == 0 {
-				ej.done = true
+			if now >= ej.until && ej.running == 0 && !ej.done {
+				ej.done, d.sigDirty = true, true
 			}
-			outstanding = outstanding || !ej.done
+			if !ej.done {
+				outstanding = true
+				due = min(due, ej.until)
+			}
 			continue
 		}
 		if !ej.done {
@@ -652,25 +748,48 @@ func (d *driver) onPass(now time.Duration, s *State) {
 		}
 		for _, wk := range ej.baseWorkers {
 			if wk.task >= 0 {
-				next = min(next, wk.tEnd)
+				taskEnd = min(taskEnd, wk.tEnd)
 			}
 		}
 	}
-	for _, p := range d.pilots {
-		if p.state == pRunning && p.w.task >= 0 {
-			next = min(next, p.w.tEnd)
+	if d.moved { // else the pilots' ends are the same
+		d.moved = false
+		end, task := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+		for _, p := range d.pilots {
+			if p.state != pRunning {
+				continue
+			}
+			if p.w.task < 0 && p.eng.end > now {
+				s.reschedule(p.eng, now) // nothing left to do
+				if p.cause == "" {
+					p.cause = "no task"
+				}
+			}
+			end = min(end, p.eng.end)
+			if p.w.task >= 0 {
+				task = min(task, p.w.tEnd)
+			}
 		}
+		d.pilotEnd, d.pilotTask = end, task
 	}
-	if outstanding || len(d.pilots) > 0 {
-		s.wake(next)
-	}
+	d.taskEnd = min(taskEnd, d.pilotTask)
+	d.due = min(due, d.taskEnd, d.pilotEnd)
+	d.outstanding = outstanding || len(d.pilots) > 0
 }
 
 // advance completes w's task if it ended by now and pulls the next.
 func (d *driver) advance(w *worker, now time.Duration) {
+	if w.task < 0 || w.tEnd > now {
+		return
+	}
 	for w.task >= 0 && w.tEnd <= now {
 		d.complete(w)
 		d.pull(w, w.tEnd)
+	}
+	// A backlog task followed by the next changes no count the signature
+	// shows (complete and pull leave the backlog's to advance).
+	if w.task < 0 {
+		d.sigDirty = true
 	}
 }
 
@@ -679,19 +798,19 @@ func (d *driver) complete(w *worker) {
 	if ej.infinite {
 		// Consecutive tasks on one pilot are one record: KTH-SP2's
 		// backlog completes millions.
-		if w.rec >= 0 && d.res.Tasks[w.rec].End == w.tStart {
-			d.res.Tasks[w.rec].End = w.tEnd
-			d.res.Tasks[w.rec].Count++
+		if w.rec != nil && w.rec.End == w.tStart {
+			w.rec.End = w.tEnd
+			w.rec.Count++
 		} else {
-			w.rec = len(d.res.Tasks)
-			d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: true, Completed: true, Count: 1})
+			w.rec = d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: true, Completed: true, Count: 1})
 		}
 		ej.running--
 		w.pilot.run.Tasks++
 		w.task = -1
 		return
 	}
-	d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true, Count: 1})
+	d.sigDirty = true
+	d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: w.pilot != nil, Completed: true, Count: 1})
 	ej.running--
 	ej.left--
 	if w.pilot != nil {
@@ -718,6 +837,7 @@ func (d *driver) pull(w *worker, at time.Duration) {
 	if w.noMoreWork {
 		return
 	}
+	d.sigDirty = true
 	if p := w.pilot; p != nil && p.next != nil {
 		ej = p.next // moved: its task ended
 		p.ej, w.ej, p.next = ej, ej, nil
@@ -742,12 +862,13 @@ func (d *driver) stopWorker(w *worker, t time.Duration) {
 	}
 	if w.task >= 0 {
 		ej := w.ej
-		d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil, Count: 1})
+		d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: t, Pilot: w.pilot != nil, Count: 1})
 		ej.running--
 		if !ej.infinite {
 			ej.pool = append(ej.pool, w.task)
 		}
 		w.task = -1
+		d.sigDirty = true
 	}
 	w.noMoreWork = true
 }
@@ -756,17 +877,21 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	p.eng.pilot = false
 	d.stopWorker(&p.w, t)
 	p.state = pGone
-	d.anyGone = true
+	d.anyGone, d.sigDirty, d.moved = true, true, true
 	p.run.End = t
 	p.run.EndCause = p.cause
-	d.res.Pilots = append(d.res.Pilots, *p.run)
+	d.runs.add(p.run)
 }
 
 // round is one scheduling cycle: pilots submitted last cycle start if
 // their node is still free, then the policy decides on a fresh snapshot.
-func (d *driver) round(now time.Duration, s *State) {
+// It reports whether a pilot started or the policy acted.
+func (d *driver) round(now time.Duration, s *State) (changed bool) {
 	d.res.Rounds++
 	for _, p := range d.pilots {
+		if d.pending == 0 {
+			break
+		}
 		if p.state != pPending || p.submitted >= now {
 			continue
 		}
@@ -783,6 +908,7 @@ func (d *driver) round(now time.Duration, s *State) {
 			continue // still pending: the timeout rule handles it
 		}
 		d.startPilot(p, node, now, s)
+		changed = true
 	}
 
 	if d.skip(now, s) && !d.cfg.EveryRound {
@@ -794,22 +920,30 @@ func (d *driver) round(now time.Duration, s *State) {
 				}
 			}
 		}
-		return
+		return changed
 	}
+	d.record(now, s)
 	st := d.state(now)
 	d.started = false
 	d.lastActs = 0
 	d.hold = policy.Hold{}
 	if len(st.Jobs) == 0 && len(st.Pilots) == 0 {
-		return
+		return changed
 	}
 	snap := d.snapshot(s)
+	if d.cfg.checkSnapshot != nil {
+		d.cfg.checkSnapshot(d, s, snap)
+	}
 	acts, hold := policy.DecideHold(snap, st, d.pcfg, simEpoch.Add(now))
 	d.lastActs, d.hold = len(acts), hold
+	if len(acts) == 0 && hold.TaskEnds {
+		d.te = d.taskEnds(d.te[:0])
+	}
 	d.misses = st.NextMisses(acts)
 	for _, a := range acts {
 		d.apply(a, now, s)
 	}
+	return changed || len(acts) > 0
 }
 
 // state is what glean knows beyond the snapshot, as the daemon tells the
@@ -839,7 +973,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		st.Jobs = append(st.Jobs, e)
 	}
 	for _, p := range d.pilots {
-		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subT.at(p.submitted), Retiring: p.retiring, Leaving: p.leaving}
+		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subAt, Retiring: p.retiring, Leaving: p.leaving}
 		if p.next != nil {
 			pp.Job = p.next.key
 		}
@@ -848,9 +982,9 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		if p.state == pRunning {
 			pp.State = policy.PilotRunning
-			pp.Start = p.startT.at(p.eng.start)
+			pp.Start = p.startAt
 			if p.limit != cluster.Unlimited {
-				pp.End = p.endT.at(p.eng.estEnd)
+				pp.End = p.endAt
 			}
 			pp.Busy = p.w.task >= 0
 			if pp.Busy {
@@ -866,25 +1000,27 @@ func (d *driver) state(now time.Duration) policy.State {
 // are: running jobs in the pilot partition, and the pending ones.
 // It is built on d.snapCache: valid until the next one.
 func (d *driver) snapshot(s *State) *cluster.Snapshot {
-	snap := s.snapshot(simEpoch, &d.snapCache)
-	for i, j := range s.running { // the snapshot's first lines, in this order
-		if j.pilot {
-			snap.Jobs[i].Partition = PilotPartition
-			snap.Jobs[i].Name = "glean-pilot"
-			snap.Jobs[i].Priority = 1
-		}
-	}
+	snap := s.snapshot(simEpoch, &d.snapCache) // running pilots: their line (startPilot)
+	d.free = append(d.free, d.gone...)
+	clear(d.gone)
+	d.gone = d.gone[:0]
 	for _, p := range d.pilots {
 		if p.state != pPending {
 			continue
 		}
-		cj := cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
-			Submit: simEpoch.Add(p.submitted), State: cluster.JobPending, RawState: "PENDING", Reason: "Priority",
-			Priority: 1, Name: "glean-pilot"}
-		snap.Jobs = append(snap.Jobs, cj)
+		snap.Jobs = append(snap.Jobs, p.jobLine())
+		cj := &snap.Jobs[len(snap.Jobs)-1]
+		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", "Priority"
 	}
 	d.snapCache.jobs = snap.Jobs
 	return snap
+}
+
+// jobLine is what p's snapshot line shows, running or pending: a one-node
+// job in the pilot partition at the lowest priority.
+func (p *pilot) jobLine() cluster.Job {
+	return cluster.Job{ID: p.sid, ArrayJobID: p.sid, Partition: PilotPartition, NumNodes: 1, TimeLimit: p.limit,
+		Submit: p.subAt, Priority: 1, Name: "glean-pilot"}
 }
 
 // nodeName is NodeName(i), from the snapshots' names once there are some.
@@ -895,13 +1031,18 @@ func (d *driver) nodeName(i int) string {
 	return NodeName(i)
 }
 
+// findPilot finds a pilot by the ID the policy knows: pilots is in the
+// order of their numbers.
 func (d *driver) findPilot(id string) *pilot {
-	for _, p := range d.pilots {
-		if p.sid == id {
-			return p
-		}
+	n, err := strconv.Atoi(id)
+	if err != nil {
+		return nil
 	}
-	return nil
+	i, ok := slices.BinarySearchFunc(d.pilots, n, func(p *pilot, n int) int { return p.id - n })
+	if !ok || d.pilots[i].sid != id {
+		return nil
+	}
+	return d.pilots[i]
 }
 
 func (d *driver) findJob(id string) *ejob {
@@ -913,17 +1054,47 @@ func (d *driver) findJob(id string) *ejob {
 	return nil
 }
 
-// skip reports whether this round may be skipped: the last round decided
-// nothing, neither the engine (starts, ends, arrivals, backfill plans)
-// nor the driver (tasks pending and held, pilots and their state, and
-// busy pilots' task ends if the decision read them) changed since, and the
-// policy said that its decision then holds until after now (the first
-// instant at which a window, claim, fit, timeout or give-way order it
-// compared with the clock could turn): the policy would decide nothing
-// again.
+// skip reports whether this round may be skipped: the last round the
+// policy ran decided nothing, neither the engine (starts, ends, arrivals,
+// backfill plans) nor the driver (tasks pending and held, pilots and their
+// state, and busy pilots' task ends if the decision read them) changed
+// since, and the policy said that its decision then holds until after now
+// (the first instant at which a window, claim, fit, timeout or give-way
+// order it compared with the clock could turn): the policy would decide
+// nothing again.
 func (d *driver) skip(now time.Duration, s *State) bool {
-	sig := append(d.sigPrev[:0], int64(s.version), int64(d.misses))
-	te := d.tePrev[:0]
+	if !d.sigOK || d.lastActs != 0 || d.started || s.version != d.sigVersion || d.misses != d.sigMisses ||
+		!d.hold.Holds(simEpoch.Add(now)) {
+		return false
+	}
+	if d.sigDirty || now >= d.sigTurn {
+		d.sigNow = d.signature(now, d.sigNow[:0])
+		if !slices.Equal(d.sigNow, d.sig) {
+			return false
+		}
+		d.sigDirty, d.sigTurn = false, d.turn(now)
+	}
+	if d.hold.TaskEnds {
+		d.teNow = d.taskEnds(d.teNow[:0])
+		return slices.Equal(d.teNow, d.te)
+	}
+	return true
+}
+
+// record notes what the policy reads in this round, for skip. The
+// signature is the last one unless something in it changed since.
+func (d *driver) record(now time.Duration, s *State) {
+	if !d.sigOK || d.sigDirty || now >= d.sigTurn {
+		d.sig = d.signature(now, d.sig[:0])
+	}
+	d.sigVersion, d.sigMisses = s.version, d.misses
+	d.sigDirty, d.sigTurn, d.sigOK = false, d.turn(now), true
+}
+
+// signature appends the driver's part of what the policy reads, apart
+// from task ends: the jobs it sees with their tasks pending and held, and
+// the pilots with their state and the job they serve.
+func (d *driver) signature(now time.Duration, sig []int64) []int64 {
 	for _, ej := range d.driven {
 		if ej.submit > now || ej.done {
 			continue
@@ -934,7 +1105,6 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 		busy := int64(0)
 		if p.state == pRunning && p.w.task >= 0 {
 			busy = 1
-			te = append(te, int64(p.w.tEnd))
 		}
 		if p.retiring {
 			busy |= 2
@@ -948,16 +1118,38 @@ func (d *driver) skip(now time.Duration, s *State) bool {
 		}
 		sig = append(sig, int64(p.id), int64(p.state), busy, int64(serves.id))
 	}
-	quiet := d.sigOK && d.lastActs == 0 && !d.started && slices.Equal(sig, d.sig) &&
-		d.hold.Holds(simEpoch.Add(now)) && (!d.hold.TaskEnds || slices.Equal(te, d.te))
-	d.sigPrev, d.sig = d.sig, sig
-	d.tePrev, d.te = d.te, te
-	d.sigOK = true
-	return quiet
+	return sig
+}
+
+// turn is the first instant after now at which the clock alone changes
+// the signature: a job's arrival, or the backlog's end (pendingTasks).
+func (d *driver) turn(now time.Duration) time.Duration {
+	t := time.Duration(math.MaxInt64)
+	for _, ej := range d.driven {
+		switch {
+		case ej.done:
+		case ej.submit > now:
+			t = min(t, ej.submit)
+		case ej.infinite && ej.until > now:
+			t = min(t, ej.until)
+		}
+	}
+	return t
+}
+
+// taskEnds appends the busy pilots' task ends.
+func (d *driver) taskEnds(te []int64) []int64 {
+	for _, p := range d.pilots {
+		if p.state == pRunning && p.w.task >= 0 {
+			te = append(te, int64(p.w.tEnd))
+		}
+	}
+	return te
 }
 
 // apply carries out one action, as the daemon would through Slurm.
 func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
+	d.moved, d.sigDirty = true, true
 	switch a.Kind {
 	case policy.SubmitPilot:
 		ej := d.findJob(a.Job)
@@ -970,9 +1162,17 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 				node = n - 1
 			}
 		}
-		p := &pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit}
+		var p *pilot
+		if n := len(d.free); n > 0 {
+			p, d.free = d.free[n-1], d.free[:n-1]
+		} else {
+			p = new(pilot)
+		}
+		*p = pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
+			subAt: simEpoch.Add(now)}
 		d.nextPilot++
-		p.run = &PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
+		d.pending++
+		p.run = PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
 		d.pilots = append(d.pilots, p)
 	case policy.CancelPilot, policy.RetirePilot:
 		p := d.findPilot(a.Pilot)
@@ -981,10 +1181,12 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		}
 		if p.state == pPending {
 			p.state, p.cause = pGone, "cancelled pending: "+a.Cause.String()
+			d.pending--
 			d.anyGone = true
 			p.run.End, p.run.EndCause = now, p.cause
-			d.res.Pilots = append(d.res.Pilots, *p.run)
+			d.runs.add(p.run)
 			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
+			d.gone = append(d.gone, p)
 			return
 		}
 		p.w.noMoreWork = true
@@ -1036,14 +1238,22 @@ func (d *driver) startPilot(p *pilot, node int, now time.Duration, s *State) {
 	if lim == cluster.Unlimited || lim <= 0 {
 		lim, run = workload.Unlimited, 365*24*time.Hour
 	}
-	j := &job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
-	s.startOn(j, []span{{first: int32(node), n: 1}})
+	p.job = job{id: p.id, seq: p.id, submit: p.submitted, run: run, est: lim, nodes: 1}
+	j := &p.job
+	// The snapshot shows it as a pilot (jobLine) with the engine's limit.
+	p.line = jobLine{base: p.jobLine()}
+	p.line.base.TimeLimit = lim
+	j.line = &p.line
+	p.alloc[0] = span{first: int32(node), n: 1}
+	s.startOn(j, p.alloc[:])
 	p.eng, p.node, p.state = j, node, pRunning
+	p.startAt, p.endAt = simEpoch.Add(j.start), simEpoch.Add(j.estEnd)
+	d.pending--
 	j.pilot = true
-	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end, rec: -1}
+	p.w = worker{ej: p.ej, node: node, task: -1, pilot: p, deadline: j.end}
 	p.run.Node, p.run.Started, p.run.Start = node, true, now
 	p.ej.pilots++
-	d.started = true
+	d.started, d.moved, d.sigDirty = true, true, true
 	d.pull(&p.w, now)
 }
 
@@ -1060,7 +1270,7 @@ func (d *driver) slurmOnly(r *Result) {
 			// The rigid job runs all its tasks on its nodes.
 			ns := allocNodes(jr.alloc)
 			for k, n := range ns {
-				d.res.Tasks = append(d.res.Tasks, TaskRun{Job: ej.id, Task: k, Node: n, Start: jr.Start, End: jr.End, Completed: true})
+				d.tasks.add(TaskRun{Job: ej.id, Task: k, Node: n, Start: jr.Start, End: jr.End, Completed: true})
 			}
 			if jr.Start > jr.Submit {
 				d.res.Waiting = append(d.res.Waiting, Interval{jr.Submit, jr.Start})
@@ -1081,10 +1291,11 @@ func allocNodes(a []span) []int {
 
 // finish records the calibration jobs and the pilots still listed.
 func (d *driver) finish() {
+	d.res.Tasks = d.tasks.all()
 	for _, p := range d.pilots {
-		if p.run != nil && p.state != pGone {
+		if p.state != pGone {
 			p.run.EndCause = "still running at the end"
-			d.res.Pilots = append(d.res.Pilots, *p.run)
+			d.runs.add(p.run)
 		}
 	}
 	if b := d.backlog; b != nil {
@@ -1111,5 +1322,63 @@ func (d *driver) finish() {
 		}
 		d.res.Cal = append(d.res.Cal, c)
 	}
-	slices.SortFunc(d.res.Pilots, func(a, b PilotRun) int { return a.ID - b.ID })
+	// Every pilot left one record: each goes to its place in ID order.
+	if n := d.nextPilot - d.firstPilot; n != d.runs.n {
+		panic(fmt.Sprintf("sim: %d pilots left %d records", n, d.runs.n))
+	}
+	if d.runs.n > 0 {
+		d.res.Pilots = make([]PilotRun, d.runs.n)
+		for r := range d.runs.each {
+			d.res.Pilots[r.ID-d.firstPilot] = *r
+		}
+	}
+}
+
+// blocks collects records in blocks that never move: a pointer to one stays
+// valid, and a long run's millions are not copied over and over as a
+// growing slice would be.
+type blocks[T any] struct {
+	full [][]T
+	last []T
+	n    int
+}
+
+// add appends v and returns where it is kept.
+func (b *blocks[T]) add(v T) *T {
+	if len(b.last) == cap(b.last) {
+		if b.last != nil {
+			b.full = append(b.full, b.last)
+		}
+		b.last = make([]T, 0, min(4096, max(64, 2*cap(b.last))))
+	}
+	b.last = append(b.last, v)
+	b.n++
+	return &b.last[len(b.last)-1]
+}
+
+// all is every record in order, nil for none.
+func (b *blocks[T]) all() []T {
+	if b.n == 0 {
+		return nil
+	}
+	out := make([]T, 0, b.n)
+	for _, f := range b.full {
+		out = append(out, f...)
+	}
+	return append(out, b.last...)
+}
+
+// each yields every record in order.
+func (b *blocks[T]) each(yield func(*T) bool) {
+	for k := range len(b.full) + 1 {
+		f := b.last
+		if k < len(b.full) {
+			f = b.full[k]
+		}
+		for i := range f {
+			if !yield(&f[i]) {
+				return
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,48 +40,52 @@ func NodeName(i int) string { return "c" + strconv.Itoa(i+1) }
 func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot { return s.snapshot(epoch, nil) }
 
 // snapCache is what one snapshot shares with the next (the elastic driver
-// takes one every round): node names, partitions, each job's line and host
-// list, and the buffers. A snapshot taken with it is valid until the next
-// one, and its strings and slices must not be modified.
+// takes one every round): node names, partitions, the configuration, each
+// job's line and host list, and the buffers. A snapshot taken with it is
+// valid until the next one, and its strings and slices must not be
+// modified. Its lines are built at the first snapshot's epoch.
 type snapCache struct {
-	names []string
-	parts []cluster.Partition
-	nodes []cluster.Node
-	jobs  []cluster.Job
-	snap  cluster.Snapshot
+	names  []string
+	parts  []cluster.Partition
+	nodes  []cluster.Node
+	jobs   []cluster.Job
+	snap   cluster.Snapshot
+	config cluster.SchedConfig
+	// idle and planned are the node states that nodes shows.
+	idle, planned bitset
+	// rows[i] is the jobLine of the running job that jobs[i] shows, nil
+	// for a pending job: a running job's line changes only with its
+	// jobLine (new when its nodes change), so it is not written again
+	// while it stays at its place.
+	rows []*jobLine
 }
 
 // jobLine is a job's cached snapshot line: what running and pending share,
-// its nodes once it runs, and its last planned nodes.
+// its nodes once it runs, and its last planned nodes (planBuf: the array
+// of their names, unless they are one run).
 type jobLine struct {
 	base      cluster.Job
 	nodes     []string
 	planSpans []span
 	planHosts []string
+	planBuf   []string
 }
 
 func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
-	snap := &cluster.Snapshot{}
+	var snap *cluster.Snapshot
 	if c != nil {
 		snap = &c.snap
+	} else {
+		snap = new(cluster.Snapshot)
 	}
 	*snap = cluster.Snapshot{Time: at(s.now), Complete: true}
 
-	snap.Config = cluster.SchedConfig{SchedulerType: "sim/" + s.policy.String(), SelectType: "select/linear", Version: "sim"}
-	if s.bf != nil {
-		p := s.bf.p
-		snap.Config.SchedulerType = "sched/backfill"
-		snap.Config.BackfillInterval = p.BFInterval
-		snap.Config.BackfillResolution = p.BFResolution
-		snap.Config.BackfillWindow = p.BFWindow
-		snap.Config.KillWait = p.KillWait
-	}
-
 	var names []string
 	if c != nil && len(c.names) == s.size {
-		names, snap.Partitions = c.names, c.parts
+		names, snap.Partitions, snap.Config = c.names, c.parts, c.config
 	} else {
+		snap.Config = s.schedConfig()
 		names = make([]string, s.size)
 		for i := range names {
 			names[i] = NodeName(i)
@@ -99,76 +104,88 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 			})
 		}
 		if c != nil {
-			c.names, c.parts = names, snap.Partitions
+			c.names, c.parts, c.config = names, snap.Partitions, snap.Config
 		}
 	}
 
-	parts := nodePartitions
-	if c == nil {
-		parts = []string{BatchPartition, PilotPartition}
+	var planned bitset
+	if s.bf != nil {
+		planned = s.bf.planned
 	}
-	// A cached node list was filled in by the last snapshot: only the
-	// states change.
-	filled := false
-	if c != nil && len(c.nodes) == s.size {
-		snap.Nodes, filled = c.nodes, true
-	} else {
+	switch {
+	case c == nil:
 		snap.Nodes = make([]cluster.Node, s.size)
-		if c != nil {
-			c.nodes = snap.Nodes
+		parts := []string{BatchPartition, PilotPartition}
+		for i := range snap.Nodes {
+			snap.Nodes[i] = s.node(i, names, parts)
 		}
+	case len(c.nodes) == s.size:
+		// The cached node list was filled in by the last snapshot: only
+		// the nodes whose state may have changed are written.
+		snap.Nodes = c.nodes
+		for w := range s.idle {
+			diff := s.idle[w] ^ c.idle[w]
+			if planned != nil {
+				diff |= planned[w] ^ c.planned[w]
+			}
+			for ; diff != 0; diff &= diff - 1 {
+				i := w*64 + bits.TrailingZeros64(diff)
+				snap.Nodes[i] = s.node(i, names, nodePartitions)
+			}
+		}
+	default:
+		snap.Nodes = make([]cluster.Node, s.size)
+		for i := range snap.Nodes {
+			snap.Nodes[i] = s.node(i, names, nodePartitions)
+		}
+		c.nodes = snap.Nodes
+		c.idle, c.planned = newBitset(s.size), newBitset(s.size)
 	}
-	for i := range snap.Nodes {
-		st := cluster.NodeAlloc
-		switch {
-		case s.idle.has(i) && s.bf != nil && s.bf.planned.has(i):
-			st = cluster.NodePlanned
-		case s.idle.has(i):
-			st = cluster.NodeIdle
-		}
-		if filled && snap.Nodes[i].State == st {
-			continue
-		}
-		raw := st.String()
-		if st == cluster.NodeAlloc {
-			raw = "allocated"
-		}
-		snap.Nodes[i] = cluster.Node{Name: names[i], State: st, RawState: raw, Partitions: parts, CPUs: 1}
+	if c != nil {
+		copy(c.idle, s.idle)
+		copy(c.planned, planned)
 	}
 
 	if c != nil {
 		snap.Jobs = c.jobs[:0]
+		c.rows = c.rows[:min(len(c.rows), len(c.jobs))]
 	}
-	for _, j := range s.running {
-		if c != nil {
-			l := s.line(j, at)
-			if l.nodes == nil {
-				l.nodes = hostNamesOf(j.alloc, names)
-			}
-			snap.Jobs = append(snap.Jobs, l.base)
-			cj := &snap.Jobs[len(snap.Jobs)-1]
-			s.running1(cj, j, at)
-			cj.Nodes = l.nodes
+	for i, j := range s.running {
+		if c == nil {
+			cj := s.snapJob(j, at)
+			s.running1(&cj, j, at)
+			cj.Nodes = hostNames(j.alloc)
+			snap.Jobs = append(snap.Jobs, cj)
 			continue
 		}
-		cj := s.snapJob(j, at)
-		s.running1(&cj, j, at)
-		cj.Nodes = hostNames(j.alloc)
-		snap.Jobs = append(snap.Jobs, cj)
+		l := s.line(j, at)
+		if i < len(c.rows) && c.rows[i] == l {
+			snap.Jobs = snap.Jobs[:i+1] // as the last snapshot wrote it
+			continue
+		}
+		if l.nodes == nil {
+			l.nodes = hostNamesOf(j.alloc, names, nil)
+		}
+		snap.Jobs = append(snap.Jobs, l.base)
+		cj := &snap.Jobs[i]
+		s.running1(cj, j, at)
+		cj.Nodes = l.nodes
+		c.setRow(i, l)
 	}
 	reason := "Resources" // the first pending job waits for nodes, the rest behind it
 	for _, j := range s.queue {
 		if j.began {
 			continue
 		}
-		var cj cluster.Job
 		var l *jobLine
 		if c != nil {
 			l = s.line(j, at)
-			cj = l.base
+			c.setRow(len(snap.Jobs), nil)
+			snap.Jobs = append(snap.Jobs, l.base)
 		} else {
-			cj = s.snapJob(j, at)
+			snap.Jobs = append(snap.Jobs, s.snapJob(j, at))
 		}
+		cj := &snap.Jobs[len(snap.Jobs)-1]
 		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", reason
 		reason = "Priority"
 		if s.bf != nil {
@@ -184,18 +201,63 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 				case l.planHosts != nil && slices.Equal(l.planSpans, plan):
 					cj.SchedNodes = l.planHosts
 				default:
+					// The last list is written over: the snapshot that
+					// showed it is no longer valid.
 					l.planSpans = append(l.planSpans[:0], plan...)
-					l.planHosts = hostNamesOf(plan, names)
+					l.planHosts = hostNamesOf(plan, names, l.planBuf[:0])
+					if len(plan) > 1 {
+						l.planBuf = l.planHosts
+					}
 					cj.SchedNodes = l.planHosts
 				}
 			}
 		}
-		snap.Jobs = append(snap.Jobs, cj)
 	}
 	if c != nil {
 		c.jobs = snap.Jobs
+		c.rows = c.rows[:len(snap.Jobs)]
 	}
 	return snap
+}
+
+// setRow notes which running job's line jobs[i] shows (nil: none).
+func (c *snapCache) setRow(i int, l *jobLine) {
+	if i < len(c.rows) {
+		c.rows[i] = l
+	} else {
+		c.rows = append(c.rows, l)
+	}
+}
+
+// schedConfig is the scheduler's configuration as a snapshot shows it.
+func (s *State) schedConfig() cluster.SchedConfig {
+	cfg := cluster.SchedConfig{SchedulerType: "sim/" + s.policy.String(), SelectType: "select/linear", Version: "sim"}
+	if s.bf != nil {
+		p := s.bf.p
+		cfg.SchedulerType = "sched/backfill"
+		cfg.BackfillInterval = p.BFInterval
+		cfg.BackfillResolution = p.BFResolution
+		cfg.BackfillWindow = p.BFWindow
+		cfg.KillWait = p.KillWait
+	}
+	return cfg
+}
+
+// node is node i's line: idle, allocated, or planned (idle but reserved by
+// the last backfill pass).
+func (s *State) node(i int, names, parts []string) cluster.Node {
+	st := cluster.NodeAlloc
+	switch {
+	case s.idle.has(i) && s.bf != nil && s.bf.planned.has(i):
+		st = cluster.NodePlanned
+	case s.idle.has(i):
+		st = cluster.NodeIdle
+	}
+	raw := st.String()
+	if st == cluster.NodeAlloc {
+		raw = "allocated"
+	}
+	return cluster.Node{Name: names[i], State: st, RawState: raw, Partitions: parts, CPUs: 1}
 }
 
 // nodePartitions is every simulated node's partition list in cached
@@ -219,17 +281,25 @@ func (s *State) line(j *job, at func(time.Duration) time.Time) *jobLine {
 	return j.line
 }
 
-// hostNamesOf expands an allocation into node names taken from names.
-func hostNamesOf(a []span, names []string) []string {
+// hostNamesOf expands an allocation into node names taken from names: a
+// part of names itself (capped, so that nobody appends into it) if the
+// nodes are one run, as a pilot's node is, else appended to buf.
+func hostNamesOf(a []span, names, buf []string) []string {
+	if len(a) == 1 {
+		lo, hi := a[0].first, a[0].first+a[0].n
+		return names[lo:hi:hi]
+	}
 	n := 0
 	for _, sp := range a {
 		n += int(sp.n)
 	}
-	out := make([]string, 0, n)
-	for _, sp := range a {
-		out = append(out, names[sp.first:sp.first+sp.n]...)
+	if buf == nil || cap(buf) < n {
+		buf = make([]string, 0, n)
 	}
-	return out
+	for _, sp := range a {
+		buf = append(buf, names[sp.first:sp.first+sp.n]...)
+	}
+	return buf
 }
 
 // snapJob fills what running and pending jobs share.
