@@ -46,6 +46,7 @@ func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot { return s.snapshot(
 // modified. Its lines are built at the first snapshot's epoch.
 type snapCache struct {
 	names  []string
+	idx    []int // 0..size-1: the nodes' indices, as NodeIdx shows them
 	parts  []cluster.Partition
 	nodes  []cluster.Node
 	jobs   []cluster.Job
@@ -66,9 +67,12 @@ type snapCache struct {
 type jobLine struct {
 	base      cluster.Job
 	nodes     []string
+	nodeIdx   []int
 	planSpans []span
 	planHosts []string
 	planBuf   []string
+	planIdx   []int // planHosts as indices (planIdxB: their array)
+	planIdxB  []int
 }
 
 func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
@@ -82,13 +86,14 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	*snap = cluster.Snapshot{Time: at(s.now), Complete: true}
 
 	var names []string
+	var idx []int
 	if c != nil && len(c.names) == s.size {
-		names, snap.Partitions, snap.Config = c.names, c.parts, c.config
+		names, idx, snap.Partitions, snap.Config = c.names, c.idx, c.parts, c.config
 	} else {
 		snap.Config = s.schedConfig()
-		names = make([]string, s.size)
+		names, idx = make([]string, s.size), make([]int, s.size)
 		for i := range names {
-			names[i] = NodeName(i)
+			names[i], idx[i] = NodeName(i), i
 		}
 		maxTime := s.part.maxTime
 		if maxTime == 0 {
@@ -104,7 +109,7 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 			})
 		}
 		if c != nil {
-			c.names, c.parts, c.config = names, snap.Partitions, snap.Config
+			c.names, c.idx, c.parts, c.config = names, idx, snap.Partitions, snap.Config
 		}
 	}
 
@@ -154,7 +159,7 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 		if c == nil {
 			cj := s.snapJob(j, at)
 			s.running1(&cj, j, at)
-			cj.Nodes = hostNames(j.alloc)
+			cj.Nodes, cj.NodeIdx = hostNames(j.alloc), expand(j.alloc, idx, nil)
 			snap.Jobs = append(snap.Jobs, cj)
 			continue
 		}
@@ -164,12 +169,12 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 			continue
 		}
 		if l.nodes == nil {
-			l.nodes = hostNamesOf(j.alloc, names, nil)
+			l.nodes, l.nodeIdx = expand(j.alloc, names, nil), expand(j.alloc, idx, nil)
 		}
 		snap.Jobs = append(snap.Jobs, l.base)
 		cj := &snap.Jobs[i]
 		s.running1(cj, j, at)
-		cj.Nodes = l.nodes
+		cj.Nodes, cj.NodeIdx = l.nodes, l.nodeIdx
 		c.setRow(i, l)
 	}
 	reason := "Resources" // the first pending job waits for nodes, the rest behind it
@@ -197,18 +202,19 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 				plan := e.nodes
 				switch {
 				case l == nil:
-					cj.SchedNodes = hostNames(plan)
+					cj.SchedNodes, cj.NodeIdx = hostNames(plan), expand(plan, idx, nil)
 				case l.planHosts != nil && slices.Equal(l.planSpans, plan):
-					cj.SchedNodes = l.planHosts
+					cj.SchedNodes, cj.NodeIdx = l.planHosts, l.planIdx
 				default:
 					// The last list is written over: the snapshot that
 					// showed it is no longer valid.
 					l.planSpans = append(l.planSpans[:0], plan...)
-					l.planHosts = hostNamesOf(plan, names, l.planBuf[:0])
+					l.planHosts = expand(plan, names, l.planBuf[:0])
+					l.planIdx = expand(plan, idx, l.planIdxB[:0])
 					if len(plan) > 1 {
-						l.planBuf = l.planHosts
+						l.planBuf, l.planIdxB = l.planHosts, l.planIdx
 					}
-					cj.SchedNodes = l.planHosts
+					cj.SchedNodes, cj.NodeIdx = l.planHosts, l.planIdx
 				}
 			}
 		}
@@ -281,23 +287,24 @@ func (s *State) line(j *job, at func(time.Duration) time.Time) *jobLine {
 	return j.line
 }
 
-// hostNamesOf expands an allocation into node names taken from names: a
-// part of names itself (capped, so that nobody appends into it) if the
-// nodes are one run, as a pilot's node is, else appended to buf.
-func hostNamesOf(a []span, names, buf []string) []string {
+// expand lists an allocation's nodes as elements of all (their names, or
+// their indices for NodeIdx): a part of all itself (capped, so that
+// nobody appends into it) if the nodes are one run, as a pilot's node is,
+// else appended to buf.
+func expand[T any](a []span, all, buf []T) []T {
 	if len(a) == 1 {
 		lo, hi := a[0].first, a[0].first+a[0].n
-		return names[lo:hi:hi]
+		return all[lo:hi:hi]
 	}
 	n := 0
 	for _, sp := range a {
 		n += int(sp.n)
 	}
 	if buf == nil || cap(buf) < n {
-		buf = make([]string, 0, n)
+		buf = make([]T, 0, n)
 	}
 	for _, sp := range a {
-		buf = append(buf, names[sp.first:sp.first+sp.n]...)
+		buf = append(buf, all[sp.first:sp.first+sp.n]...)
 	}
 	return buf
 }

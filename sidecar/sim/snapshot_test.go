@@ -11,7 +11,7 @@ import (
 
 // TestCachedSnapshot: a snapshot built on a cache, which keeps what did not
 // change since the last one, shows what a fresh one shows, at every pass of
-// the first 600 KTH-SP2 jobs.
+// the first 600 KTH-SP2 jobs; every job's NodeIdx gives its nodes.
 func TestCachedSnapshot(t *testing.T) {
 	w := loadSWF(t, "KTH-SP2-1996-2.1-cln.swf.gz")
 	w.Jobs = w.Jobs[:600]
@@ -20,6 +20,21 @@ func TestCachedSnapshot(t *testing.T) {
 		got, want := normalized(s.snapshot(simEpoch, &c)), s.Snapshot(simEpoch)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("at %v the cached snapshot shows\n%v\nwant\n%v", now, snapDiff(got, want), snapDiff(want, got))
+		}
+		// NodeIdx is the names' positions among the snapshot's nodes.
+		for _, j := range want.Jobs {
+			names := j.SchedNodes
+			if j.Holds() {
+				names = j.Nodes
+			}
+			if len(j.NodeIdx) != len(names) {
+				t.Fatalf("at %v job %s: NodeIdx %v for %v", now, j.ID, j.NodeIdx, names)
+			}
+			for k, i := range j.NodeIdx {
+				if i < 0 || i >= len(want.Nodes) || want.Nodes[i].Name != names[k] {
+					t.Fatalf("at %v job %s: NodeIdx %v for %v", now, j.ID, j.NodeIdx, names)
+				}
+			}
 		}
 	}})
 	if err != nil {
