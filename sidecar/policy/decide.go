@@ -325,10 +325,11 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	if !samePilots {
 		sc.pilotIdx = reuseMap(sc.pilotIdx)
-		sc.pilotIDs = sc.pilotIDs[:0]
+		sc.pilotIDs, sc.pilotNums = sc.pilotIDs[:0], sc.pilotNums[:0]
 		for i, p := range st.Pilots {
 			sc.pilotIdx[p.ID] = i
 			sc.pilotIDs = append(sc.pilotIDs, p.ID)
+			sc.pilotNums = append(sc.pilotNums, idNumber(p.ID))
 		}
 	}
 	sc.started = reuseMap(sc.started)
@@ -377,7 +378,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d.st.Pilots = sc.pilots
 	sc.pkeys = sc.pkeys[:0]
 	for i := range d.st.Pilots {
-		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i]))
+		sc.pkeys = append(sc.pkeys, keyOf(&d.st.Pilots[i], sc.pilotNums[i]))
 	}
 	d.pkeys = sc.pkeys
 	sc.indexJobs(s, &d.names)
@@ -528,12 +529,17 @@ func (d *decider) cancelOrder(a, b int) int {
 // and its TaskEnd as an instant (giveOrder).
 type pilotKey struct{ end, sub, num, taskEnd int64 }
 
-func keyOf(p *Pilot) pilotKey {
-	k := pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: -1, taskEnd: ns(p.TaskEnd)}
-	if v, ok := parsePlainNumber(p.ID); ok {
-		k.num = int64(v)
+func keyOf(p *Pilot, num int64) pilotKey {
+	return pilotKey{end: ns(p.End), sub: ns(p.Submitted), num: num, taskEnd: ns(p.TaskEnd)}
+}
+
+// idNumber is a pilot ID as a number if it is one written plainly, else
+// -1 (pilotKey.num).
+func idNumber(id string) int64 {
+	if v, ok := parsePlainNumber(id); ok {
+		return int64(v)
 	}
-	return k
+	return -1
 }
 
 // giveOrder is the order in which pilots give their nodes to a claimant:

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -45,10 +46,13 @@ type need struct {
 	who string
 }
 
-// piNeed is a pilot's need, to sort by.
+// piNeed is a pilot's need, to sort by, with what giveOrder reads of the
+// pilot: lossless(pi, now + Grace) and its task's start.
 type piNeed struct {
-	pi int
-	n  need
+	pi    int
+	n     need
+	loss  bool
+	start int64
 }
 
 func (d *decider) giveWay() {
@@ -76,32 +80,27 @@ func (d *decider) giveWay() {
 	pis := d.sc.pis[:0]
 	defer func() { d.sc.pis = pis }()
 	for pi, n := range needs {
-		pis = append(pis, piNeed{pi, n})
+		pis = append(pis, piNeed{pi: pi, n: n})
 	}
-	// giveOrder, with each pilot's lossless(pi, now + Grace) asked once.
+	// giveOrder, with what it reads of each pilot (lossless(pi, now +
+	// Grace), its task's start) read once: each pilot has one need.
 	// The order is only the order of the actions: what the loop below
 	// does with a pilot depends on that pilot alone, and a decision that
 	// acts holds only at now. So an empty decision holds whatever the
 	// order, and the sort notes nothing in the hold (its comparisons of
 	// needs and task ends would end it early); the loop notes its own.
-	d.sc.lossH = reuse(d.sc.lossH, len(d.st.Pilots))
-	lossH := d.sc.lossH
-	losslessH := func(pi int) bool {
-		if lossH[pi] == 0 {
-			lossH[pi] = 1
-			if d.lossless(pi, d.nowPlus(d.cfg.Grace)) {
-				lossH[pi] = 2
-			}
-		}
-		return lossH[pi] == 2
-	}
 	h := d.h
 	d.h = nil
+	for k := range pis {
+		pn := &pis[k]
+		pn.loss = d.lossless(pn.pi, d.nowPlus(d.cfg.Grace))
+		pn.start, _ = d.taskStartOf(pn.pi)
+	}
 	slices.SortFunc(pis, func(a, b piNeed) int {
-		if c := d.cmpM(a.n.by, b.n.by); c != 0 {
-			return c
+		if a.n.by.t != b.n.by.t { // cmpM, noting nothing
+			return cmp.Compare(a.n.by.t, b.n.by.t)
 		}
-		return d.giveOrderOf(a.pi, b.pi, losslessH(a.pi), losslessH(b.pi))
+		return d.giveOrderStarts(a.pi, b.pi, a.loss, b.loss, a.start, b.start)
 	})
 	d.h = h
 	for _, pn := range pis {

@@ -18,6 +18,7 @@ import (
 type scratch struct {
 	jobIdx, baseOf, pilotIdx, nodeIdx, pendRank map[string]int
 	pilotIDs                                    []string // pilotIdx's pilots, in order: kept while they stay
+	pilotNums                                   []int64  // their IDs as numbers (idNumber)
 	// nodeIdx and names are of topo's nodes: the last decision's, kept
 	// when the next snapshot names the same nodes.
 	names   nodeNames
@@ -32,7 +33,6 @@ type scratch struct {
 	startedRank                               []bool
 	pkeys                                     []pilotKey
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
-	lossH                                     []int8 // giveWay's sort: the same
 	slots                                     []topSlot
 	withs                                     []mtime     // ruleTop
 	pjob                                      []pilotJob  // job of a pilot, by pilot
