@@ -345,7 +345,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	d.names = sc.names
 	d.names.s = s
 	if track {
-		d.h = newTracker(now)
+		sc.track = tracker{now: d.nowNs}
+		d.h = &sc.track
 	}
 	for i, j := range st.Jobs {
 		if _, dup := d.jobIdx[j.ID]; !dup {

@@ -372,7 +372,8 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	// (startNow): they are sorted only then (pools.sortPilots), and what
 	// that sort read is kept aside in d.pilotOrder until a node is taken.
 	if d.h != nil {
-		d.pilotOrder = newTracker(d.now)
+		d.sc.order = tracker{now: d.nowNs}
+		d.pilotOrder = &d.sc.order
 	}
 	d.sc.loss = reuse(d.sc.loss, len(d.st.Pilots)) // lossOnce's
 	// What the comparisons read, looked up once: each node's giver and

@@ -151,8 +151,6 @@ type tracker struct {
 	taskEnds bool
 }
 
-func newTracker(now time.Time) *tracker { return &tracker{now: ns(now)} }
-
 // flipNs notes that a comparison may change at t. A t before now is
 // ignored: the comparison changed already and, monotone in now, stays. A t
 // at now means right after it.

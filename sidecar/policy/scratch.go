@@ -42,7 +42,8 @@ type scratch struct {
 	uncovered                                 []int       // submit: by job (decider.uncovered)
 	wRank                                     []int       // claimRank by window, +1 (0: not known yet)
 
-	dec decider // the decision itself
+	dec          decider // the decision itself
+	track, order tracker // its hold (decider.h) and what rule A's order read (pilotOrder)
 
 	// topo: the partitions' node sets, kept while the snapshots' nodes
 	// and partitions stay the same
