@@ -109,20 +109,20 @@ type Job struct {
 	RawState   string
 	Reason     string // "None" while running
 	NumNodes   int
-	Nodes      []string      // allocated nodes (running)
-	SchedNodes []string      // nodes the backfill scheduler planned for a pending job
+	Nodes      []string // allocated nodes (running)
+	SchedNodes []string // nodes the backfill scheduler planned for a pending job
 	// NodeIdx, if its producer sets it, is Nodes (a job that holds them)
 	// or SchedNodes (a pending job) as indices into the snapshot's Nodes,
 	// -1 for a name not there: readers then need not look the names up.
 	// The simulator, which keeps nodes as numbers, sets it; Slurm's
 	// parsers leave it nil.
-	NodeIdx []int
-	TimeLimit  time.Duration // Unlimited for no limit; 0 when not set
-	Submit     time.Time
-	Start      time.Time // actual (running) or expected (pending); zero when unknown
-	End        time.Time // actual or expected end; zero when unknown or unlimited
-	Priority   int64
-	Comment    string
+	NodeIdx   []int
+	TimeLimit time.Duration // Unlimited for no limit; 0 when not set
+	Submit    time.Time
+	Start     time.Time // actual (running) or expected (pending); zero when unknown
+	End       time.Time // actual or expected end; zero when unknown or unlimited
+	Priority  int64
+	Comment   string
 }
 
 // Pending reports whether the job waits to start.
