@@ -326,7 +326,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	if !samePilots {
 		sc.pilotIdx = reuseMap(sc.pilotIdx)
 		sc.pilotIDs, sc.pilotNums = sc.pilotIDs[:0], sc.pilotNums[:0]
-		for i, p := range st.Pilots {
+		for i := range st.Pilots {
+			p := &st.Pilots[i]
 			sc.pilotIdx[p.ID] = i
 			sc.pilotIDs = append(sc.pilotIDs, p.ID)
 			sc.pilotNums = append(sc.pilotNums, idNumber(p.ID))
@@ -356,7 +357,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			d.baseOf[b] = i
 		}
 	}
-	for i, p := range st.Pilots {
+	for i := range st.Pilots {
+		p := &st.Pilots[i]
 		d.gone[i] = p.Leaving && p.State == PilotRunning
 	}
 	n := len(s.Nodes)
@@ -420,7 +422,8 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			}
 		}
 	}
-	for pi, p := range d.st.Pilots {
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi]
 		i, ok := d.names.get(p.Node)
 		switch {
 		case p.State == PilotRunning && ok:
@@ -634,7 +637,8 @@ func (d *decider) timeouts() {
 	if limit > d.cfg.PendingTimeoutMax || limit < base { // bounded, and no overflow
 		limit = max(d.cfg.PendingTimeoutMax, base)
 	}
-	for pi, p := range d.st.Pilots {
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi]
 		if p.State != PilotPending {
 			continue
 		}
@@ -650,7 +654,8 @@ func (d *decider) timeouts() {
 // idleSlots are the pilots of job ji (or of orphans, ji -1 with id) that
 // would take a task now: pending ones and running ones with none.
 func (d *decider) idleSlots(id string) (pending, idle []int) {
-	for pi, p := range d.st.Pilots {
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi]
 		if d.gone[pi] || p.Job != id || p.Retiring {
 			continue
 		}
@@ -673,7 +678,8 @@ func (d *decider) noWork() {
 	// index, orphans (rare) by name.
 	d.sc.seenJob = reuse(d.sc.seenJob, len(d.st.Jobs))
 	var orphans []string
-	for pi, p := range d.st.Pilots {
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi]
 		j := d.jobOf(pi)
 		if j != nil {
 			ji := d.sc.pjob[pi].ji
@@ -729,7 +735,8 @@ func (d *decider) baseCancels() {
 			continue
 		}
 		busy := false
-		for pi, p := range d.st.Pilots {
+		for pi := range d.st.Pilots {
+			p := &d.st.Pilots[pi]
 			if !d.gone[pi] && p.Job == j.ID && p.State == PilotRunning && p.Busy {
 				busy = true
 				break
@@ -858,7 +865,8 @@ type candidate struct {
 // submit sizes and submits pilots, jobs in FIFO order, within the caps.
 func (d *decider) submit() {
 	pendingNow, total := 0, 0
-	for pi, p := range d.st.Pilots {
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi]
 		if d.gone[pi] {
 			continue
 		}
@@ -985,7 +993,8 @@ func (d *decider) submit() {
 		workCap := cluster.Unlimited
 		if j.TaskTime > 0 {
 			workers := len(picked) + len(pending) + len(idle) + d.runningBase(j)
-			for pi, p := range d.st.Pilots {
+			for pi := range d.st.Pilots {
+				p := &d.st.Pilots[pi]
 				if !d.gone[pi] && p.Job == j.ID && p.State == PilotRunning && p.Busy && !p.Retiring {
 					workers++
 				}

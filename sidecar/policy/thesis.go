@@ -220,7 +220,8 @@ func (d *decider) thesisRunning() []thesisJob {
 		}
 		out = append(out, thesisJob{left, n})
 	}
-	for _, p := range d.st.Pilots { // running pilots the snapshot missed
+	for pi := range d.st.Pilots {
+		p := &d.st.Pilots[pi] // running pilots the snapshot missed
 		if p.State != PilotRunning || seen[p.ID] {
 			continue
 		}
