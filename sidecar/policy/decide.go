@@ -1012,8 +1012,9 @@ func (d *decider) submit() {
 			taken[c.i] = true
 			budget--
 			d.uncovered[ji]--
-			d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl,
-				Reason: "window " + FormatDuration(c.window) + ", work " + FormatDuration(workCap)})
+			why := appendDuration(append(appendDuration(append(sc.why[:0], "window "...), c.window), ", work "...), workCap)
+			sc.why = why
+			d.emit(Action{Kind: SubmitPilot, Cause: CauseHarvest, Job: j.ID, Node: d.s.Nodes[c.i].Name, TimeLimit: tl, Reason: string(why)})
 		}
 	}
 }

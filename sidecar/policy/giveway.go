@@ -117,7 +117,10 @@ func (d *decider) giveWay() {
 		} else {
 			d.gone[pi] = true
 		}
-		a.Reason = n.who + " needs " + p.Node + " in " + FormatDuration(time.Duration(n.by.t-d.nowNs))
+		why := append(append(append(append(d.sc.why[:0], n.who...), " needs "...), p.Node...), " in "...)
+		why = appendDuration(why, time.Duration(n.by.t-d.nowNs))
+		d.sc.why = why
+		a.Reason = string(why)
 		d.emit(a)
 	}
 }

@@ -28,25 +28,36 @@ func (d *decider) jobPools() [][]int {
 	if d.poolOf != nil {
 		return d.pools
 	}
-	d.poolOf = make([]int, len(d.st.Jobs))
-	type key struct {
-		owner string
-		mode  Mode
-	}
-	at := map[key]int{}
+	sc := d.sc
+	sc.poolOf = reuse(sc.poolOf, len(d.st.Jobs))
+	d.poolOf = sc.poolOf
+	sc.poolAt = reuseMap(sc.poolAt)
+	d.pools = sc.jobPools[:0]
 	for ji := range d.st.Jobs {
 		j := &d.st.Jobs[ji]
-		k := key{j.Owner, j.Mode}
-		if p, ok := at[k]; ok && j.Owner != "" && j.Mode == Thesis {
+		k := poolKey{j.Owner, j.Mode}
+		if p, ok := sc.poolAt[k]; ok && j.Owner != "" && j.Mode == Thesis {
 			d.poolOf[ji] = p
 			d.pools[p] = append(d.pools[p], ji)
 			continue
 		}
-		at[k] = len(d.pools)
+		sc.poolAt[k] = len(d.pools)
 		d.poolOf[ji] = len(d.pools)
-		d.pools = append(d.pools, []int{ji})
+		// Each pool's list in an array of its own, kept for the next decision.
+		var list []int
+		if len(d.pools) < cap(d.pools) {
+			list = d.pools[:len(d.pools)+1][len(d.pools)][:0]
+		}
+		d.pools = append(d.pools, append(list, ji))
 	}
+	sc.jobPools = d.pools
 	return d.pools
+}
+
+// poolKey: the jobs of one owner and mode are one pool (Thesis only).
+type poolKey struct {
+	owner string
+	mode  Mode
 }
 
 // poolOfPilot is the pool of the job pilot p serves, or -1 (an orphan).

@@ -40,7 +40,12 @@ type scratch struct {
 	cands                                     []candidate // submit: the window candidates
 	taken                                     []bool      // submit: by node
 	uncovered                                 []int       // submit: by job (decider.uncovered)
-	wRank                                     []int       // claimRank by window, +1 (0: not known yet)
+	poolOf                                    []int       // jobPools: decider.poolOf
+	poolAt                                    map[poolKey]int
+	jobPools                                  [][]int      // jobPools: decider.pools, each list's array kept
+	thesisPlans                               []thesisPlan // thesis: decider.thesisPlans
+	why                                       []byte       // an action's Reason as it is written
+	wRank                                     []int        // claimRank by window, +1 (0: not known yet)
 
 	dec          decider // the decision itself
 	track, order tracker // its hold (decider.h) and what rule A's order read (pilotOrder)

@@ -842,18 +842,22 @@ func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 // FormatDuration prints d the way Slurm prints time limits, [D-]HH:MM:SS,
 // truncated to the second; cluster.Unlimited prints as UNLIMITED.
 func FormatDuration(d time.Duration) string {
+	var buf [32]byte
+	return string(appendDuration(buf[:0], d))
+}
+
+// appendDuration appends FormatDuration(d) to b.
+func appendDuration(b []byte, d time.Duration) []byte {
 	if d == cluster.Unlimited {
-		return "UNLIMITED"
+		return append(b, "UNLIMITED"...)
 	}
-	sign := ""
 	secs := int64(d / time.Second) // divide first: -MinInt64 overflows
 	if secs < 0 {
-		sign, secs = "-", -secs
+		b = append(b, '-')
+		secs = -secs
 	}
 	days, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
 	// As fmt's "%s%d-%02d:%02d:%02d" (days) or "%s%02d:%02d:%02d".
-	b := make([]byte, 0, 32)
-	b = append(b, sign...)
 	if days > 0 {
 		b = strconv.AppendInt(b, days, 10)
 		b = append(b, '-')
@@ -867,5 +871,5 @@ func FormatDuration(d time.Duration) string {
 		}
 		b = strconv.AppendInt(b, v, 10)
 	}
-	return string(b)
+	return b
 }

@@ -44,7 +44,8 @@ import (
 // order of their first job.
 func (d *decider) thesis() {
 	pools := d.jobPools()
-	d.thesisPlans = make([]thesisPlan, len(pools))
+	d.sc.thesisPlans = reuse(d.sc.thesisPlans, len(pools))
+	d.thesisPlans = d.sc.thesisPlans
 	freed := 0
 	for k, pool := range pools {
 		if d.st.Jobs[pool[0]].Mode == Thesis {
