@@ -360,6 +360,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	for i := range st.Pilots {
 		p := &st.Pilots[i]
 		d.gone[i] = p.Leaving && p.State == PilotRunning
+		d.setJob(i)
 	}
 	n := len(s.Nodes)
 	sc.pilotOn = reuse(sc.pilotOn, n)
@@ -468,36 +469,23 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	return d
 }
 
-// job returns the elastic job a pilot serves, or nil for an orphan.
-func (d *decider) job(p *Pilot) *ElasticJob {
-	if i, ok := d.jobIdx[p.Job]; ok {
-		return &d.st.Jobs[i]
+// jobOf is the elastic job pilot pi serves (jobIdx of its Job), nil
+// for an orphan: looked up once per decision (setJob), and again when a
+// pool move changes its Job.
+func (d *decider) jobOf(pi int) *ElasticJob {
+	if ji := d.sc.pjob[pi]; ji >= 0 {
+		return &d.st.Jobs[ji]
 	}
 	return nil
 }
 
-// pilotJob is a pilot's job as jobOf found it: its ID (a pool move
-// changes a pilot's Job during a decision) and its index, -1 for none.
-type pilotJob struct {
-	id string
-	ji int
-	ok bool
-}
-
-// jobOf is job(&d.st.Pilots[pi]), the lookup kept by pilot.
-func (d *decider) jobOf(pi int) *ElasticJob {
-	p, c := &d.st.Pilots[pi], &d.sc.pjob[pi]
-	if !c.ok || c.id != p.Job {
-		ji, ok := d.jobIdx[p.Job]
-		if !ok {
-			ji = -1
-		}
-		*c = pilotJob{id: p.Job, ji: ji, ok: true}
+// setJob looks pilot pi's job up for jobOf.
+func (d *decider) setJob(pi int) {
+	ji, ok := d.jobIdx[d.st.Pilots[pi].Job]
+	if !ok {
+		ji = -1
 	}
-	if c.ji < 0 {
-		return nil
-	}
-	return &d.st.Jobs[c.ji]
+	d.sc.pjob[pi] = ji
 }
 
 func (d *decider) emit(a Action) { d.acts = append(d.acts, a) }
@@ -682,7 +670,7 @@ func (d *decider) noWork() {
 		p := &d.st.Pilots[pi]
 		j := d.jobOf(pi)
 		if j != nil {
-			ji := d.sc.pjob[pi].ji
+			ji := d.sc.pjob[pi]
 			if d.sc.seenJob[ji] {
 				continue
 			}

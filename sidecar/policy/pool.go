@@ -139,6 +139,7 @@ func (d *decider) poolMoves() {
 			d.moved[pi] = Action{Kind: MovePilot, Cause: CausePool, Job: p.Job, Pilot: p.ID, To: to, Node: p.Node,
 				Reason: fmt.Sprintf("%s has no task left for it; %s has %d pending", p.Job, to, d.st.Jobs[pool[k]].TasksPending)}
 			p.Job = to
+			d.setJob(pi)
 		}
 	}
 }
@@ -241,8 +242,7 @@ func (d *decider) fifo() {
 	d.sc.fifoUsed = reuse(d.sc.fifoUsed, len(d.st.Pilots))
 	used := d.sc.fifoUsed
 	later := func(pi, ji int) bool { // jobIdx[Job] > ji, 0 for none
-		d.jobOf(pi)
-		return max(d.sc.pjob[pi].ji, 0) > ji
+		return max(d.sc.pjob[pi], 0) > ji
 	}
 	for ji := range d.st.Jobs {
 		left := d.uncovered[ji]

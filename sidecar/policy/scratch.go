@@ -35,7 +35,7 @@ type scratch struct {
 	loss                                      []int8 // rulePass: lossless by pilot, 0 not known yet
 	slots                                     []topSlot
 	withs                                     []mtime     // ruleTop
-	pjob                                      []pilotJob  // job of a pilot, by pilot
+	pjob                                      []int       // job of a pilot (jobOf), by pilot
 	seenJob                                   []bool      // noWork: by job
 	cands                                     []candidate // submit: the window candidates
 	taken                                     []bool      // submit: by node
