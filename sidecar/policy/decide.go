@@ -639,12 +639,17 @@ func (d *decider) timeouts() {
 	}
 }
 
-// idleSlots are the pilots of job ji (or of orphans, ji -1 with id) that
-// would take a task now: pending ones and running ones with none.
+// idleSlots are the pilots of job id that would take a task now: pending
+// ones and running ones with none. Those of a known job are found by its
+// index (jobOf's), an orphan job's by name.
 func (d *decider) idleSlots(id string) (pending, idle []int) {
+	ji, ok := d.jobIdx[id]
+	if !ok {
+		ji = -1
+	}
 	for pi := range d.st.Pilots {
 		p := &d.st.Pilots[pi]
-		if d.gone[pi] || p.Job != id || p.Retiring {
+		if d.gone[pi] || d.sc.pjob[pi] != ji || ji < 0 && p.Job != id || p.Retiring {
 			continue
 		}
 		switch {
