@@ -75,9 +75,7 @@ type scratch struct {
 	ours    []bool
 	windows []NodeWindow
 	shadow  []shadowNode
-	// firstNodes: the nodes a shadow claim takes
-	shadowTop []shadowNode
-	ourIdx    []int // the pilot partition's nodes
+	ourIdx  []int // the pilot partition's nodes
 	// winByIdx: the windows are in ourIdx's order, one per node
 	winByIdx bool
 	listIdx  []int // shadowList: its partitions' nodes

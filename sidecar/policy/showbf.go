@@ -586,51 +586,71 @@ func shadowCmp(a, b shadowNode) int {
 	return cmp.Compare(a.tie, b.tie)
 }
 
-// firstNodes is the first need nodes of l in shadowCmp's order. With
-// names that number consecutively no two nodes compare equal, so the
-// need smallest, found with a heap, are those a full sort puts first;
-// otherwise (equal names could tie) l is sorted whole, as it always was.
+// shadowLess is shadowCmp(a, b) < 0.
+func shadowLess(a, b shadowNode) bool {
+	return a.tNs < b.tNs || a.tNs == b.tNs && a.tie < b.tie
+}
+
+// firstNodes is the first need nodes of l in shadowCmp's order, the
+// last of them (the latest free) at need-1. With names that number
+// consecutively no two nodes compare equal, so a selection finds the
+// nodes a full sort puts first, in less time; otherwise (equal names
+// could tie) l is sorted whole, as it always was.
 func (c *calc) firstNodes(l *shadowList, need int) []shadowNode {
-	if !c.names.dense || need*4 >= len(l.nodes) {
+	if !c.names.dense {
 		slices.SortFunc(l.nodes, shadowCmp)
 		return l.nodes[:need]
 	}
-	h := c.sc.shadowTop[:0] // a max-heap of the need smallest so far
-	for _, sn := range l.nodes {
-		if len(h) < need {
-			h = append(h, sn)
-			for k := len(h) - 1; k > 0; {
-				p := (k - 1) / 2
-				if shadowCmp(h[p], h[k]) >= 0 {
-					break
-				}
-				h[p], h[k] = h[k], h[p]
-				k = p
-			}
-			continue
+	selectNth(l.nodes, need-1)
+	return l.nodes[:need]
+}
+
+// selectNth puts at a[k] the node a sort would, the nodes before it
+// before it and those after after (quickselect). No two compare equal.
+func selectNth(a []shadowNode, k int) {
+	lo, hi := 0, len(a)-1
+	for rounds := 0; hi > lo; rounds++ {
+		if rounds == 64 { // pathological pivots: sort what is left
+			slices.SortFunc(a[lo:hi+1], shadowCmp)
+			return
 		}
-		if shadowCmp(sn, h[0]) >= 0 {
-			continue
+		// The median of the first, middle and last as pivot, kept in
+		// order there so that the scans below stop within [lo, hi].
+		m := lo + (hi-lo)/2
+		if shadowLess(a[m], a[lo]) {
+			a[m], a[lo] = a[lo], a[m]
 		}
-		h[0] = sn
-		for k := 0; ; {
-			big, l, r := k, 2*k+1, 2*k+2
-			if l < len(h) && shadowCmp(h[l], h[big]) > 0 {
-				big = l
+		if shadowLess(a[hi], a[lo]) {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if shadowLess(a[hi], a[m]) {
+			a[hi], a[m] = a[m], a[hi]
+		}
+		p := a[m]
+		i, j := lo, hi
+		for i <= j {
+			for shadowLess(a[i], p) {
+				i++
 			}
-			if r < len(h) && shadowCmp(h[r], h[big]) > 0 {
-				big = r
+			for shadowLess(p, a[j]) {
+				j--
 			}
-			if big == k {
-				break
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
 			}
-			h[k], h[big] = h[big], h[k]
-			k = big
+		}
+		// a[lo:j+1] before p, a[i:hi+1] after, p between if j+1 < i.
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
 		}
 	}
-	slices.SortFunc(h, shadowCmp)
-	c.sc.shadowTop = h
-	return h
 }
 
 func (c *calc) shadowList(partitions string) *shadowList {
@@ -688,7 +708,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		}
 		sn.tie = r
 	}
-	return l // sorted by firstNodes, as far as needed
+	return l // ordered by firstNodes, as far as needed
 }
 
 // window fills in w, a zero NodeWindow, for node i; FreeAt only if
