@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -266,12 +267,15 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		nn := newNodeNames(s, nodeIndex(s))
 		names = &nn
 	}
-	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
+	c := calc{s: s, now: now, nowNs: ns(now), idx: names.idx, h: h, names: names}
 	decider := sc != nil // Decide reads only the nodes' windows
 	if sc == nil {
 		sc = new(scratch)
 	}
 	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
+	for i := range sc.nodes {
+		sc.nodes[i].endNs, sc.nodes[i].claimNs = neverNs, neverNs // the zero time's
+	}
 	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
 	if !decider { // Decide did this, and excludes its pilots' jobs
 		sc.indexJobs(s, names)
@@ -326,15 +330,18 @@ func resolvePartition(s *cluster.Snapshot, name string) (*cluster.Partition, err
 	return nil, fmt.Errorf("policy: %w %q", ErrUnknownPartition, name)
 }
 
-// nodeCalc gathers what the jobs say about one node.
+// nodeCalc gathers what the jobs say about one node. Its instants are
+// kept as ns too, which compare in one instruction (nsBefore).
 type nodeCalc struct {
 	holders    bool      // a non-excluded job runs on it
 	endMax     time.Time // latest End of those jobs
+	endNs      int64     // ns(endMax)
 	never      bool      // one of them is UNLIMITED
 	unknownEnd bool      // one of them has no End
 	exclHolder bool      // an excluded job runs on it
 
 	claim      time.Time // earliest reservation start
+	claimNs    int64     // ns(claim)
 	claimBy    string
 	claimK1    int  // the claimant's index in the snapshot's jobs, plus 1
 	estimated  bool // claim is the shadow estimate
@@ -346,6 +353,7 @@ type nodeCalc struct {
 type calc struct {
 	s     *cluster.Snapshot
 	now   time.Time
+	nowNs int64
 	idx   map[string]int // node name -> index in s.Nodes
 	names *nodeNames     // idx, faster
 	nodes []nodeCalc
@@ -366,6 +374,10 @@ func (c *calc) scanJobs(exclude []bool) []int {
 		excluded := exclude[k]
 		switch {
 		case j.Holds():
+			var endNs int64 // ns(j.End), where read
+			if !excluded && j.TimeLimit != cluster.Unlimited {
+				endNs = ns(j.End)
+			}
 			for _, i := range c.sc.jobNodes(k) {
 				if i < 0 {
 					continue
@@ -376,12 +388,12 @@ func (c *calc) scanJobs(exclude []bool) []int {
 					n.exclHolder = true
 				case j.TimeLimit == cluster.Unlimited:
 					n.holders, n.never = true, true
-				case j.End.IsZero():
+				case endNs == neverNs: // j.End.IsZero()
 					n.holders, n.unknownEnd = true, true
 				default:
 					n.holders = true
-					if j.End.After(n.endMax) {
-						n.endMax = j.End
+					if nsBefore(n.endNs, endNs, n.endMax, j.End) {
+						n.endMax, n.endNs = j.End, endNs
 					}
 				}
 			}
@@ -404,11 +416,14 @@ func (c *calc) scanJobs(exclude []bool) []int {
 				candidates = append(candidates, k)
 				continue
 			}
+			startNs := ns(j.Start)
 			for _, i := range c.sc.jobNodes(k) {
 				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					c.claim(n, j.Start, k, false, false)
+					if n.claimNs == neverNs || nsBefore(startNs, n.claimNs, j.Start, n.claim) {
+						c.claim(n, j.Start, startNs, k, false, false)
+					}
 				}
 			}
 		}
@@ -416,16 +431,33 @@ func (c *calc) scanJobs(exclude []bool) []int {
 	return candidates
 }
 
-// claim notes job k's reservation of n at at; moves: at is now, and
-// moves with the clock (the shadow's start when it could start now).
-func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated, moves bool) {
-	if moves && n.claim.After(c.now) {
-		c.h.flip(n.claim) // the moving claim reaches the fixed one then
+// claim notes job k's reservation of n at at (atNs: ns(at)); moves: at
+// is now, and moves with the clock (the shadow's start when it could
+// start now).
+func (c *calc) claim(n *nodeCalc, at time.Time, atNs int64, k int, estimated, moves bool) {
+	if moves && nsBefore(c.nowNs, n.claimNs, c.now, n.claim) {
+		c.h.flipNs(n.claimNs) // the moving claim reaches the fixed one then
 	}
-	if n.claim.IsZero() || at.Before(n.claim) {
-		n.claim, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, c.s.Jobs[k].ID, k+1, estimated, moves
+	if n.claimNs == neverNs || nsBefore(atNs, n.claimNs, at, n.claim) { // n.claim.IsZero() || at.Before(n.claim)
+		n.claim, n.claimNs, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, atNs, c.s.Jobs[k].ID, k+1, estimated, moves
 	}
 }
+
+// nsBefore is a.Before(b) for an = ns(a), bn = ns(b): the numbers
+// compare as the times do unless both are outside ns's exact range
+// (clamped, or the zero time), where the times decide. (By the wall
+// clock, as everywhere in the decider: a snapshot's times carry no
+// monotonic reading.)
+func nsBefore(an, bn int64, a, b time.Time) bool {
+	if exactNs(an) || exactNs(bn) {
+		return an < bn
+	}
+	return a.Before(b)
+}
+
+// exactNs: x = ns(t) for one t only, strictly inside ns's range, so it
+// orders against any other ns(u) as t does against u.
+func exactNs(x int64) bool { return neverNs+1 < x && x < math.MaxInt64 }
 
 // partitionNodes appends to idx the indices of the partition's nodes (from
 // its node list and from the nodes' partition lists), and returns it and
@@ -571,8 +603,9 @@ func (c *calc) shadow(candidates []int) {
 		// at the later now. window gives such a node no time (FreeFor 0,
 		// whatever now); the decider compares its Until as moving
 		// (claimMoves), and claim notes when it reaches a fixed claim.
+		startNs := ns(start)
 		for _, sn := range first {
-			c.claim(&c.nodes[sn.i], start, k, true, moving)
+			c.claim(&c.nodes[sn.i], start, startNs, k, true, moving)
 		}
 		return
 	}
@@ -681,11 +714,11 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			continue
 		}
 		sn := shadowNode{i: i, ours: c.ours[i], freeNow: c.freeNow(i)}
-		if n.holders && !n.unknownEnd && n.endMax.After(c.now) {
-			sn.held = true
-			c.h.flip(n.endMax) // then it counts as free now
+		sn.tNs = c.nowNs
+		if n.holders && !n.unknownEnd && nsBefore(c.nowNs, n.endNs, c.now, n.endMax) {
+			sn.held, sn.tNs = true, n.endNs
+			c.h.flipNs(n.endNs) // then it counts as free now
 		}
-		sn.tNs = ns(c.shadowTime(sn))
 		l.nodes = append(l.nodes, sn)
 	}
 	if c.rank == nil && !c.names.dense {
@@ -730,15 +763,19 @@ func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Durat
 		return
 	}
 	w.FreeFor = horizon
-	if !n.claim.IsZero() {
-		if !n.claim.After(c.now) {
+	if n.claimNs != neverNs { // !n.claim.IsZero()
+		if !nsBefore(c.nowNs, n.claimNs, c.now, n.claim) {
 			w.FreeFor = 0
 		} else {
-			c.h.flip(n.claim)
-			if horizon != cluster.Unlimited && n.claim.Sub(c.now) >= horizon {
+			c.h.flipNs(n.claimNs)
+			left := time.Duration(n.claimNs - c.nowNs) // n.claim.Sub(c.now) if both are exact and it does not overflow
+			if !exactNs(n.claimNs) || !exactNs(c.nowNs) || left <= 0 {
+				left = n.claim.Sub(c.now)
+			}
+			if horizon != cluster.Unlimited && left >= horizon {
 				c.h.flip(n.claim.Add(-horizon)) // capped until then
 			}
-			w.FreeFor = min(n.claim.Sub(c.now), horizon)
+			w.FreeFor = min(left, horizon)
 		}
 	}
 }
