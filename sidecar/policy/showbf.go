@@ -267,7 +267,8 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		nn := newNodeNames(s, nodeIndex(s))
 		names = &nn
 	}
-	c := calc{s: s, now: now, nowNs: ns(now), idx: names.idx, h: h, names: names}
+	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
+	c.nowNs = c.ns(now)
 	decider := sc != nil // Decide reads only the nodes' windows
 	if sc == nil {
 		sc = new(scratch)
@@ -331,7 +332,7 @@ func resolvePartition(s *cluster.Snapshot, name string) (*cluster.Partition, err
 }
 
 // nodeCalc gathers what the jobs say about one node. Its instants are
-// kept as ns too, which compare in one instruction (nsBefore).
+// kept as ns too, which compare in one instruction (before).
 type nodeCalc struct {
 	holders    bool      // a non-excluded job runs on it
 	endMax     time.Time // latest End of those jobs
@@ -351,18 +352,19 @@ type nodeCalc struct {
 }
 
 type calc struct {
-	s     *cluster.Snapshot
-	now   time.Time
-	nowNs int64
-	idx   map[string]int // node name -> index in s.Nodes
-	names *nodeNames     // idx, faster
-	nodes []nodeCalc
-	ours  []bool
-	stamp []int // scratch for de-duplicating node sets
-	gen   int
-	h     *tracker
-	rank  []int // naturalRanks, once needed
-	sc    *scratch
+	s       *cluster.Snapshot
+	now     time.Time
+	nowNs   int64
+	clamped bool           // an instant read is out of ns's range (c.ns): before compares times
+	idx     map[string]int // node name -> index in s.Nodes
+	names   *nodeNames     // idx, faster
+	nodes   []nodeCalc
+	ours    []bool
+	stamp   []int // scratch for de-duplicating node sets
+	gen     int
+	h       *tracker
+	rank    []int // naturalRanks, once needed
+	sc      *scratch
 }
 
 // scanJobs records holders and Slurm's reservations on every node, and
@@ -376,7 +378,7 @@ func (c *calc) scanJobs(exclude []bool) []int {
 		case j.Holds():
 			var endNs int64 // ns(j.End), where read
 			if !excluded && j.TimeLimit != cluster.Unlimited {
-				endNs = ns(j.End)
+				endNs = c.ns(j.End)
 			}
 			for _, i := range c.sc.jobNodes(k) {
 				if i < 0 {
@@ -392,7 +394,7 @@ func (c *calc) scanJobs(exclude []bool) []int {
 					n.holders, n.unknownEnd = true, true
 				default:
 					n.holders = true
-					if nsBefore(n.endNs, endNs, n.endMax, j.End) {
+					if c.before(n.endNs, endNs, &n.endMax, &j.End) {
 						n.endMax, n.endNs = j.End, endNs
 					}
 				}
@@ -416,12 +418,12 @@ func (c *calc) scanJobs(exclude []bool) []int {
 				candidates = append(candidates, k)
 				continue
 			}
-			startNs := ns(j.Start)
+			startNs := c.ns(j.Start)
 			for _, i := range c.sc.jobNodes(k) {
 				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					if n.claimNs == neverNs || nsBefore(startNs, n.claimNs, j.Start, n.claim) {
+					if n.claimNs == neverNs || c.before(startNs, n.claimNs, &j.Start, &n.claim) {
 						c.claim(n, j.Start, startNs, k, false, false)
 					}
 				}
@@ -435,29 +437,34 @@ func (c *calc) scanJobs(exclude []bool) []int {
 // is now, and moves with the clock (the shadow's start when it could
 // start now).
 func (c *calc) claim(n *nodeCalc, at time.Time, atNs int64, k int, estimated, moves bool) {
-	if moves && nsBefore(c.nowNs, n.claimNs, c.now, n.claim) {
+	if moves && c.before(c.nowNs, n.claimNs, &c.now, &n.claim) {
 		c.h.flipNs(n.claimNs) // the moving claim reaches the fixed one then
 	}
-	if n.claimNs == neverNs || nsBefore(atNs, n.claimNs, at, n.claim) { // n.claim.IsZero() || at.Before(n.claim)
+	if n.claimNs == neverNs || c.before(atNs, n.claimNs, &at, &n.claim) { // n.claim.IsZero() || at.Before(n.claim)
 		n.claim, n.claimNs, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, atNs, c.s.Jobs[k].ID, k+1, estimated, moves
 	}
 }
 
-// nsBefore is a.Before(b) for an = ns(a), bn = ns(b): the numbers
-// compare as the times do unless both are outside ns's exact range
-// (clamped, or the zero time), where the times decide. (By the wall
-// clock, as everywhere in the decider: a snapshot's times carry no
-// monotonic reading.)
-func nsBefore(an, bn int64, a, b time.Time) bool {
-	if exactNs(an) || exactNs(bn) {
-		return an < bn
+// ns is ns(t), noting whether t is out of ns's range (clamped).
+func (c *calc) ns(t time.Time) int64 {
+	x := ns(t)
+	if x == neverNs+1 || x == math.MaxInt64 {
+		c.clamped = true
 	}
-	return a.Before(b)
+	return x
 }
 
-// exactNs: x = ns(t) for one t only, strictly inside ns's range, so it
-// orders against any other ns(u) as t does against u.
-func exactNs(x int64) bool { return neverNs+1 < x && x < math.MaxInt64 }
+// before is a.Before(*b) for an = c.ns(a), bn = c.ns(b). The numbers
+// compare as the times do where one of them is in ns's range (or both
+// are the zero time), as all are until c.ns meets one that is not;
+// from then on the times decide. (By the wall clock, as everywhere in
+// the decider: a snapshot's times carry no monotonic reading.)
+func (c *calc) before(an, bn int64, a, b *time.Time) bool {
+	if !c.clamped {
+		return an < bn
+	}
+	return a.Before(*b)
+}
 
 // partitionNodes appends to idx the indices of the partition's nodes (from
 // its node list and from the nodes' partition lists), and returns it and
@@ -603,7 +610,7 @@ func (c *calc) shadow(candidates []int) {
 		// at the later now. window gives such a node no time (FreeFor 0,
 		// whatever now); the decider compares its Until as moving
 		// (claimMoves), and claim notes when it reaches a fixed claim.
-		startNs := ns(start)
+		startNs := c.ns(start)
 		for _, sn := range first {
 			c.claim(&c.nodes[sn.i], start, startNs, k, true, moving)
 		}
@@ -715,7 +722,7 @@ func (c *calc) shadowList(partitions string) *shadowList {
 		}
 		sn := shadowNode{i: i, ours: c.ours[i], freeNow: c.freeNow(i)}
 		sn.tNs = c.nowNs
-		if n.holders && !n.unknownEnd && nsBefore(c.nowNs, n.endNs, c.now, n.endMax) {
+		if n.holders && !n.unknownEnd && c.before(c.nowNs, n.endNs, &c.now, &n.endMax) {
 			sn.held, sn.tNs = true, n.endNs
 			c.h.flipNs(n.endNs) // then it counts as free now
 		}
@@ -764,12 +771,12 @@ func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Durat
 	}
 	w.FreeFor = horizon
 	if n.claimNs != neverNs { // !n.claim.IsZero()
-		if !nsBefore(c.nowNs, n.claimNs, c.now, n.claim) {
+		if !c.before(c.nowNs, n.claimNs, &c.now, &n.claim) {
 			w.FreeFor = 0
 		} else {
 			c.h.flipNs(n.claimNs)
-			left := time.Duration(n.claimNs - c.nowNs) // n.claim.Sub(c.now) if both are exact and it does not overflow
-			if !exactNs(n.claimNs) || !exactNs(c.nowNs) || left <= 0 {
+			left := time.Duration(n.claimNs - c.nowNs) // n.claim.Sub(c.now), if in range and no overflow
+			if c.clamped || c.nowNs == neverNs || left <= 0 {
 				left = n.claim.Sub(c.now)
 			}
 			if horizon != cluster.Unlimited && left >= horizon {
