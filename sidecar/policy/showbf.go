@@ -300,13 +300,12 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	if sorted {
 		slices.Sort(ours) // the nodes' natural order is their order in s
 	}
-	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
-	for _, i := range ours {
-		out.Nodes = append(out.Nodes, NodeWindow{})
-		c.window(&out.Nodes[len(out.Nodes)-1], i, part.Up, horizon, !decider)
+	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))} // zero windows
+	for k, i := range ours {
+		c.window(&out.Nodes[k], i, part.Up, horizon, !decider)
 	}
-	for _, name := range missing { // listed by the partition, absent from sinfo
-		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
+	for k, name := range missing { // listed by the partition, absent from sinfo
+		out.Nodes[len(ours)+k] = NodeWindow{Node: name, State: cluster.NodeUnknown}
 	}
 	if !sorted {
 		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
@@ -423,8 +422,8 @@ func (c *calc) scanJobs(exclude []bool) []int {
 				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					if n.claimNs == neverNs || c.before(startNs, n.claimNs, &j.Start, &n.claim) {
-						c.claim(n, j.Start, startNs, k, false, false)
+					if n.claimNs == neverNs || c.before(startNs, n.claimNs, &j.Start, &n.claim) { // as claim
+						n.setClaim(j.Start, startNs, j.ID, k, false, false)
 					}
 				}
 			}
@@ -441,8 +440,13 @@ func (c *calc) claim(n *nodeCalc, at time.Time, atNs int64, k int, estimated, mo
 		c.h.flipNs(n.claimNs) // the moving claim reaches the fixed one then
 	}
 	if n.claimNs == neverNs || c.before(atNs, n.claimNs, &at, &n.claim) { // n.claim.IsZero() || at.Before(n.claim)
-		n.claim, n.claimNs, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, atNs, c.s.Jobs[k].ID, k+1, estimated, moves
+		n.setClaim(at, atNs, c.s.Jobs[k].ID, k, estimated, moves)
 	}
+}
+
+// setClaim makes job k (ID by) n's claimant, at at (atNs: ns(at)).
+func (n *nodeCalc) setClaim(at time.Time, atNs int64, by string, k int, estimated, moves bool) {
+	n.claim, n.claimNs, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, atNs, by, k+1, estimated, moves
 }
 
 // ns is ns(t), noting whether t is out of ns's range (clamped).
