@@ -207,6 +207,18 @@ func (nn *nodeNames) get(name string) (int, bool) {
 	return 0, false
 }
 
+// getNext is get(name) for a name in a host list, where prev (-1: none)
+// is the node found for the name before it: lists run in spans of
+// consecutive nodes (c[1-32]), so the node after prev is tried first,
+// by comparing its name (at once if the caller shares its strings, as
+// the simulator does) rather than parsing this one.
+func (nn *nodeNames) getNext(name string, prev int) (int, bool) {
+	if k := prev + 1; nn.dense && k > 0 && k < nn.n && sameString(name, nn.s.Nodes[k].Name) {
+		return k, true // the names are distinct: this is the node get finds
+	}
+	return nn.get(name)
+}
+
 // nodeAt is idx[name] (idx is nodeIndex(s)), first trying the node at
 // position k: partitions list their nodes in the order sinfo does, and
 // with no name twice in s the node found there is the one idx has.

@@ -594,7 +594,7 @@ func BenchmarkBackfillWindows10k(b *testing.B) {
 	}
 }
 
-// TestNodeNames: the fast lookup finds what the map finds, for node sets
+// TestNodeNames: the fast lookups find what the map finds, for node sets
 // that number consecutively (read by number) and that do not.
 func TestNodeNames(t *testing.T) {
 	probes := []string{"", "c", "c0", "c1", "c01", "c2", "c3", "c4", "c10", "c+1", "c-1", "d1", "1", "c1x", "rack1-n1", "rack1-n2", "rack1-n02", "n7", "n8", "n10", "c9999999999"}
@@ -642,6 +642,11 @@ func TestNodeNames(t *testing.T) {
 			wi, wok := idx[p]
 			if i != wi || ok != wok {
 				t.Errorf("%s: get(%q) = %d, %v; the map has %d, %v", tc.name, p, i, ok, wi, wok)
+			}
+			for prev := -1; prev <= len(tc.nodes); prev++ {
+				if i, ok := nn.getNext(p, prev); i != wi || ok != wok {
+					t.Errorf("%s: getNext(%q, %d) = %d, %v; the map has %d, %v", tc.name, p, prev, i, ok, wi, wok)
+				}
 			}
 		}
 	}
