@@ -118,15 +118,7 @@ func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
 		case j.Pending():
 			list = j.SchedNodes
 		}
-		prev := -1
-		for _, name := range list {
-			i, ok := names.getNext(name, prev)
-			if !ok {
-				i = -1
-			}
-			flat = append(flat, i)
-			prev = i
-		}
+		flat = names.appendIdx(flat, list)
 	}
 	sc.jnStart[len(s.Jobs)] = len(flat)
 	sc.jn = flat

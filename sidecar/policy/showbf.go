@@ -207,16 +207,25 @@ func (nn *nodeNames) get(name string) (int, bool) {
 	return 0, false
 }
 
-// getNext is get(name) for a name in a host list, where prev (-1: none)
-// is the node found for the name before it: lists run in spans of
-// consecutive nodes (c[1-32]), so the node after prev is tried first,
-// by comparing its name (at once if the caller shares its strings, as
-// the simulator does) rather than parsing this one.
-func (nn *nodeNames) getNext(name string, prev int) (int, bool) {
-	if k := prev + 1; nn.dense && k > 0 && k < nn.n && sameString(name, nn.s.Nodes[k].Name) {
-		return k, true // the names are distinct: this is the node get finds
+// appendIdx appends the index of each name of a host list (get), -1
+// for a name no node has. Lists run in spans of consecutive nodes
+// (c[1-32]), so the node after the one before is tried first, by
+// comparing its name (at once if the caller shares its strings, as the
+// simulator does) rather than parsing this one; the names being
+// distinct, it is the node get finds.
+func (nn *nodeNames) appendIdx(dst []int, list []string) []int {
+	prev := -1
+	for _, name := range list {
+		i := -1
+		if k := prev + 1; nn.dense && k > 0 && k < nn.n && sameString(name, nn.s.Nodes[k].Name) {
+			i = k
+		} else if k, ok := nn.get(name); ok {
+			i = k
+		}
+		dst = append(dst, i)
+		prev = i
 	}
-	return nn.get(name)
+	return dst
 }
 
 // nodeAt is idx[name] (idx is nodeIndex(s)), first trying the node at

@@ -643,10 +643,21 @@ func TestNodeNames(t *testing.T) {
 			if i != wi || ok != wok {
 				t.Errorf("%s: get(%q) = %d, %v; the map has %d, %v", tc.name, p, i, ok, wi, wok)
 			}
-			for prev := -1; prev <= len(tc.nodes); prev++ {
-				if i, ok := nn.getNext(p, prev); i != wi || ok != wok {
-					t.Errorf("%s: getNext(%q, %d) = %d, %v; the map has %d, %v", tc.name, p, prev, i, ok, wi, wok)
-				}
+		}
+		// A host list of every node and probe, each after every other.
+		var list []string
+		for _, a := range append(probes, tc.nodes...) {
+			for _, b := range append(probes, tc.nodes...) {
+				list = append(list, a, b)
+			}
+		}
+		for k, i := range nn.appendIdx(nil, list) {
+			wi, wok := idx[list[k]]
+			if !wok {
+				wi = -1
+			}
+			if i != wi {
+				t.Errorf("%s: appendIdx gives %q (after %q) %d; the map has %d, %v", tc.name, list[k], list[max(k-1, 0)], i, wi, wok)
 			}
 		}
 	}
