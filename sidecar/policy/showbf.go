@@ -735,6 +735,9 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	if c.sc.shadow != nil {
 		l.nodes, c.sc.shadow = c.sc.shadow[:0], nil // one list at a time uses it
 	}
+	if c.rank == nil && !c.names.dense {
+		c.rank = naturalRanks(c.s)
+	}
 	for _, i := range idx {
 		if c.stamp[i] == c.gen {
 			continue
@@ -751,27 +754,20 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			sn.held, sn.tNs = true, n.endNs
 			c.h.flipNs(n.endNs) // then it counts as free now
 		}
-		l.nodes = append(l.nodes, sn)
-	}
-	if c.rank == nil && !c.names.dense {
-		c.rank = naturalRanks(c.s)
-	}
-	// To be sorted by time, ours first, free now first, then the names'
-	// natural order (index or rank, both below 2^61): the last three as
-	// one number.
-	for k := range l.nodes {
-		sn := &l.nodes[k]
-		r := int64(sn.i)
+		// To be sorted by time, ours first, free now first, then the
+		// names' natural order (index or rank, both below 2^61): the
+		// last three as one number.
+		sn.tie = int64(i)
 		if !c.names.dense {
-			r = int64(c.rank[sn.i])
+			sn.tie = int64(c.rank[i])
 		}
 		if !sn.ours {
-			r |= 1 << 62
+			sn.tie |= 1 << 62
 		}
 		if !sn.freeNow {
-			r |= 1 << 61
+			sn.tie |= 1 << 61
 		}
-		sn.tie = r
+		l.nodes = append(l.nodes, sn)
 	}
 	return l // ordered by firstNodes, as far as needed
 }
