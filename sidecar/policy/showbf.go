@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
 )
@@ -209,23 +210,35 @@ func (nn *nodeNames) get(name string) (int, bool) {
 
 // appendIdx appends the index of each name of a host list (get), -1
 // for a name no node has. Lists run in spans of consecutive nodes
-// (c[1-32]), so the node after the one before is tried first, by
-// comparing its name (at once if the caller shares its strings, as the
-// simulator does) rather than parsing this one; the names being
-// distinct, it is the node get finds.
+// (c[1-32]), and a caller may share its strings with the nodes' names
+// (the simulator does): a name that is the next node's name string
+// itself is that node, the names being distinct, with no parsing.
 func (nn *nodeNames) appendIdx(dst []int, list []string) []int {
-	prev := -1
-	for _, name := range list {
-		i := -1
-		if k := prev + 1; nn.dense && k > 0 && k < nn.n && sameString(name, nn.s.Nodes[k].Name) {
-			i = k
-		} else if k, ok := nn.get(name); ok {
-			i = k
+	for m := 0; m < len(list); {
+		i, ok := nn.get(list[m])
+		if !ok {
+			i = -1
 		}
 		dst = append(dst, i)
-		prev = i
+		m++
+		if i < 0 || !nn.dense {
+			continue
+		}
+		// The span that follows, for as long as the names are the
+		// nodes' own strings.
+		for nodes := nn.s.Nodes; m < len(list) && i+1 < len(nodes) && sameMemoryString(list[m], nodes[i+1].Name); {
+			i++
+			dst = append(dst, i)
+			m++
+		}
 	}
 	return dst
+}
+
+// sameMemoryString: a and b are one string (the same bytes), so equal;
+// false says nothing.
+func sameMemoryString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // nodeAt is idx[name] (idx is nodeIndex(s)), first trying the node at
