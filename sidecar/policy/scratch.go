@@ -72,7 +72,6 @@ type scratch struct {
 	// backfillWindows
 	nodes   []nodeCalc
 	stamp   []int
-	ours    []bool
 	windows []NodeWindow
 	shadow  []shadowNode
 	ourIdx  []int // the pilot partition's nodes

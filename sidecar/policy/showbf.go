@@ -307,11 +307,11 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	if sc == nil {
 		sc = new(scratch)
 	}
-	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
+	sc.nodes, sc.stamp = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes))
 	for i := range sc.nodes {
 		sc.nodes[i].endNs, sc.nodes[i].claimNs = neverNs, neverNs // the zero time's
 	}
-	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
+	c.nodes, c.stamp, c.sc = sc.nodes, sc.stamp, sc
 	if !decider { // Decide did this, and excludes its pilots' jobs
 		sc.indexJobs(s, names)
 		sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
@@ -322,11 +322,10 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	candidates := c.scanJobs(sc.jobExcl)
 
-	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
+	pn := sc.topo.partNodes(s, part.Name, c.idx)
+	ours, missing := append(sc.ourIdx[:0], pn.idx...), pn.missing
 	sc.ourIdx = ours
-	for _, i := range ours {
-		c.ours[i] = true
-	}
+	c.ours = pn.in // read only: the topology keeps it
 	c.shadow(candidates)
 
 	sorted := names.dense && len(missing) == 0
@@ -392,8 +391,8 @@ type calc struct {
 	idx     map[string]int // node name -> index in s.Nodes
 	names   *nodeNames     // idx, faster
 	nodes   []nodeCalc
-	ours    []bool
-	stamp   []int // scratch for de-duplicating node sets
+	ours    []bool // by node: in the partition asked for
+	stamp   []int  // scratch for de-duplicating node sets
 	gen     int
 	h       *tracker
 	rank    []int // naturalRanks, once needed
