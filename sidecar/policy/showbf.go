@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,11 @@ type nodeNames struct {
 	dense  bool // s.Nodes[k].Name == prefix + itoa(base+k) for every k
 	n      int
 	s      *cluster.Snapshot
+	// seen guesses the node of a name from the address of its bytes
+	// (dense only): a caller that hands back the nodes' own name strings,
+	// as the simulator does, finds them without reading them. A guess
+	// counts only if the name is that node's name string itself.
+	seen []int32
 }
 
 func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
@@ -136,6 +142,7 @@ func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
 		}
 	}
 	nn.dense = true
+	nn.seen = make([]int32, max(64, 1<<bits.Len(uint(4*len(s.Nodes)))))
 	return nn
 }
 
@@ -182,6 +189,10 @@ func (nn *nodeNames) get(name string) (int, bool) {
 		i, ok := nn.idx[name]
 		return i, ok
 	}
+	slot := uintptr(unsafe.Pointer(unsafe.StringData(name))) & uintptr(len(nn.seen)-1)
+	if k := int(nn.seen[slot]); k < nn.n && sameMemoryString(name, nn.s.Nodes[k].Name) {
+		return k, true
+	}
 	p := len(nn.prefix)
 	if len(name) <= p || len(name) > p+9 {
 		return 0, false
@@ -203,6 +214,7 @@ func (nn *nodeNames) get(name string) (int, bool) {
 		v = v*10 + int(c-'0')
 	}
 	if k := v - nn.base; 0 <= k && k < nn.n {
+		nn.seen[slot] = int32(k)
 		return k, true
 	}
 	return 0, false
