@@ -226,22 +226,24 @@ func (nn *nodeNames) get(name string) (int, bool) {
 // (the simulator does): a name that is the next node's name string
 // itself is that node, the names being distinct, with no parsing.
 func (nn *nodeNames) appendIdx(dst []int, list []string) []int {
+	n := len(dst)
+	dst = slices.Grow(dst, len(list))[:n+len(list)]
+	out := dst[n:] // filled by index: no call in the span's loop
 	for m := 0; m < len(list); {
 		i, ok := nn.get(list[m])
 		if !ok {
 			i = -1
 		}
-		dst = append(dst, i)
+		out[m] = i
 		m++
 		if i < 0 || !nn.dense {
 			continue
 		}
 		// The span that follows, for as long as the names are the
 		// nodes' own strings.
-		for nodes := nn.s.Nodes; m < len(list) && i+1 < len(nodes) && sameMemoryString(list[m], nodes[i+1].Name); {
+		for nodes := nn.s.Nodes; m < len(list) && i+1 < len(nodes) && sameMemoryString(list[m], nodes[i+1].Name); m++ {
 			i++
-			dst = append(dst, i)
-			m++
+			out[m] = i
 		}
 	}
 	return dst
