@@ -349,7 +349,10 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))} // zero windows
 	for k, i := range ours {
-		c.window(&out.Nodes[k], i, part.Up, horizon, !decider)
+		c.window(&out.Nodes[k], i, part.Up, horizon)
+		if !decider { // Decide does not read FreeAt
+			out.Nodes[k].FreeAt = c.freeAt(i)
+		}
 	}
 	for k, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes[len(ours)+k] = NodeWindow{Node: name, State: cluster.NodeUnknown}
@@ -798,15 +801,11 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	return l // ordered by firstNodes, as far as needed
 }
 
-// window fills in w, a zero NodeWindow, for node i; FreeAt only if
-// freeAt (Decide does not read it).
-func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration, freeAt bool) {
+// window fills in w, a zero NodeWindow, for node i, but for FreeAt.
+func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration) {
 	node := &c.s.Nodes[i]
 	n := &c.nodes[i]
 	w.Node, w.State = node.Name, node.State
-	if freeAt {
-		w.FreeAt = c.freeAt(i)
-	}
 	w.Until, w.ClaimedBy, w.Estimated = n.claim, n.claimBy, n.estimated
 	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
 		return
