@@ -82,12 +82,9 @@ type scratch struct {
 	// backfillWindows
 	nodes   []nodeCalc
 	stamp   []int
-	ours    []bool
 	windows []NodeWindow
 	shadow  []shadowNode
-	// firstNodes: the nodes a shadow claim takes
-	shadowTop []shadowNode
-	ourIdx    []int // the pilot partition's nodes
+	ourIdx  []int // the pilot partition's nodes
 	// winByIdx: the windows are in ourIdx's order, one per node
 	winByIdx bool
 	listIdx  []int // shadowList: its partitions' nodes
@@ -139,13 +136,7 @@ func (sc *scratch) indexJobs(s *cluster.Snapshot, names *nodeNames) {
 			}
 			continue
 		}
-		for _, name := range list {
-			i, ok := names.get(name)
-			if !ok {
-				i = -1
-			}
-			flat = append(flat, i)
-		}
+		flat = names.appendIdx(flat, list)
 	}
 	sc.jnStart[len(s.Jobs)] = len(flat)
 	sc.jn = flat

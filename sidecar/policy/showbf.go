@@ -6,10 +6,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
 )
@@ -108,6 +111,11 @@ type nodeNames struct {
 	dense  bool // s.Nodes[k].Name == prefix + itoa(base+k) for every k
 	n      int
 	s      *cluster.Snapshot
+	// seen guesses the node of a name from the address of its bytes
+	// (dense only): a caller that hands back the nodes' own name strings,
+	// as the simulator does, finds them without reading them. A guess
+	// counts only if the name is that node's name string itself.
+	seen []int32
 }
 
 func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
@@ -134,6 +142,7 @@ func newNodeNames(s *cluster.Snapshot, idx map[string]int) nodeNames {
 		}
 	}
 	nn.dense = true
+	nn.seen = make([]int32, max(64, 1<<bits.Len(uint(4*len(s.Nodes)))))
 	return nn
 }
 
@@ -180,6 +189,10 @@ func (nn *nodeNames) get(name string) (int, bool) {
 		i, ok := nn.idx[name]
 		return i, ok
 	}
+	slot := uintptr(unsafe.Pointer(unsafe.StringData(name))) & uintptr(len(nn.seen)-1)
+	if k := int(nn.seen[slot]); k < nn.n && sameMemoryString(name, nn.s.Nodes[k].Name) {
+		return k, true
+	}
 	p := len(nn.prefix)
 	if len(name) <= p || len(name) > p+9 {
 		return 0, false
@@ -201,9 +214,45 @@ func (nn *nodeNames) get(name string) (int, bool) {
 		v = v*10 + int(c-'0')
 	}
 	if k := v - nn.base; 0 <= k && k < nn.n {
+		nn.seen[slot] = int32(k)
 		return k, true
 	}
 	return 0, false
+}
+
+// appendIdx appends the index of each name of a host list (get), -1
+// for a name no node has. Lists run in spans of consecutive nodes
+// (c[1-32]), and a caller may share its strings with the nodes' names
+// (the simulator does): a name that is the next node's name string
+// itself is that node, the names being distinct, with no parsing.
+func (nn *nodeNames) appendIdx(dst []int, list []string) []int {
+	n := len(dst)
+	dst = slices.Grow(dst, len(list))[:n+len(list)]
+	out := dst[n:] // filled by index: no call in the span's loop
+	for m := 0; m < len(list); {
+		i, ok := nn.get(list[m])
+		if !ok {
+			i = -1
+		}
+		out[m] = i
+		m++
+		if i < 0 || !nn.dense {
+			continue
+		}
+		// The span that follows, for as long as the names are the
+		// nodes' own strings.
+		for nodes := nn.s.Nodes; m < len(list) && i+1 < len(nodes) && sameMemoryString(list[m], nodes[i+1].Name); m++ {
+			i++
+			out[m] = i
+		}
+	}
+	return dst
+}
+
+// sameMemoryString: a and b are one string (the same bytes), so equal;
+// false says nothing.
+func sameMemoryString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // nodeAt is idx[name] (idx is nodeIndex(s)), first trying the node at
@@ -267,12 +316,16 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 		names = &nn
 	}
 	c := calc{s: s, now: now, idx: names.idx, h: h, names: names}
+	c.nowNs = c.ns(now)
 	decider := sc != nil // Decide reads only the nodes' windows
 	if sc == nil {
 		sc = new(scratch)
 	}
-	sc.nodes, sc.stamp, sc.ours = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes)), reuse(sc.ours, len(s.Nodes))
-	c.nodes, c.stamp, c.ours, c.sc = sc.nodes, sc.stamp, sc.ours, sc
+	sc.nodes, sc.stamp = reuse(sc.nodes, len(s.Nodes)), reuse(sc.stamp, len(s.Nodes))
+	for i := range sc.nodes {
+		sc.nodes[i].endNs, sc.nodes[i].claimNs = neverNs, neverNs // the zero time's
+	}
+	c.nodes, c.stamp, c.sc = sc.nodes, sc.stamp, sc
 	if !decider { // Decide did this, and excludes its pilots' jobs
 		sc.indexJobs(s, names)
 		sc.jobExcl, sc.jobRes = reuse(sc.jobExcl, len(s.Jobs)), reuse(sc.jobRes, len(s.Jobs))
@@ -283,11 +336,10 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	}
 	candidates := c.scanJobs(sc.jobExcl)
 
-	ours, missing := c.partitionNodes(part.Name, sc.ourIdx[:0])
+	pn := sc.topo.partNodes(s, part.Name, c.idx)
+	ours, missing := append(sc.ourIdx[:0], pn.idx...), pn.missing
 	sc.ourIdx = ours
-	for _, i := range ours {
-		c.ours[i] = true
-	}
+	c.ours = pn.in // read only: the topology keeps it
 	c.shadow(candidates)
 
 	sorted := names.dense && len(missing) == 0
@@ -295,13 +347,15 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	if sorted {
 		slices.Sort(ours) // the nodes' natural order is their order in s
 	}
-	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))[:0]}
-	for _, i := range ours {
-		out.Nodes = append(out.Nodes, NodeWindow{})
-		c.window(&out.Nodes[len(out.Nodes)-1], i, part.Up, horizon, !decider)
+	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))} // zero windows
+	for k, i := range ours {
+		c.window(&out.Nodes[k], i, part.Up, horizon)
+		if !decider { // Decide does not read FreeAt
+			out.Nodes[k].FreeAt = c.freeAt(i)
+		}
 	}
-	for _, name := range missing { // listed by the partition, absent from sinfo
-		out.Nodes = append(out.Nodes, NodeWindow{Node: name, State: cluster.NodeUnknown})
+	for k, name := range missing { // listed by the partition, absent from sinfo
+		out.Nodes[len(ours)+k] = NodeWindow{Node: name, State: cluster.NodeUnknown}
 	}
 	if !sorted {
 		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
@@ -326,15 +380,18 @@ func resolvePartition(s *cluster.Snapshot, name string) (*cluster.Partition, err
 	return nil, fmt.Errorf("policy: %w %q", ErrUnknownPartition, name)
 }
 
-// nodeCalc gathers what the jobs say about one node.
+// nodeCalc gathers what the jobs say about one node. Its instants are
+// kept as ns too, which compare in one instruction (before).
 type nodeCalc struct {
 	holders    bool      // a non-excluded job runs on it
 	endMax     time.Time // latest End of those jobs
+	endNs      int64     // ns(endMax)
 	never      bool      // one of them is UNLIMITED
 	unknownEnd bool      // one of them has no End
 	exclHolder bool      // an excluded job runs on it
 
 	claim      time.Time // earliest reservation start
+	claimNs    int64     // ns(claim)
 	claimBy    string
 	claimK1    int  // the claimant's index in the snapshot's jobs, plus 1
 	estimated  bool // claim is the shadow estimate
@@ -344,17 +401,19 @@ type nodeCalc struct {
 }
 
 type calc struct {
-	s     *cluster.Snapshot
-	now   time.Time
-	idx   map[string]int // node name -> index in s.Nodes
-	names *nodeNames     // idx, faster
-	nodes []nodeCalc
-	ours  []bool
-	stamp []int // scratch for de-duplicating node sets
-	gen   int
-	h     *tracker
-	rank  []int // naturalRanks, once needed
-	sc    *scratch
+	s       *cluster.Snapshot
+	now     time.Time
+	nowNs   int64
+	clamped bool           // an instant read is out of ns's range (c.ns): before compares times
+	idx     map[string]int // node name -> index in s.Nodes
+	names   *nodeNames     // idx, faster
+	nodes   []nodeCalc
+	ours    []bool // by node: in the partition asked for
+	stamp   []int  // scratch for de-duplicating node sets
+	gen     int
+	h       *tracker
+	rank    []int // naturalRanks, once needed
+	sc      *scratch
 }
 
 // scanJobs records holders and Slurm's reservations on every node, and
@@ -366,6 +425,10 @@ func (c *calc) scanJobs(exclude []bool) []int {
 		excluded := exclude[k]
 		switch {
 		case j.Holds():
+			var endNs int64 // ns(j.End), where read
+			if !excluded && j.TimeLimit != cluster.Unlimited {
+				endNs = c.ns(j.End)
+			}
 			for _, i := range c.sc.jobNodes(k) {
 				if i < 0 {
 					continue
@@ -376,12 +439,12 @@ func (c *calc) scanJobs(exclude []bool) []int {
 					n.exclHolder = true
 				case j.TimeLimit == cluster.Unlimited:
 					n.holders, n.never = true, true
-				case j.End.IsZero():
+				case endNs == neverNs: // j.End.IsZero()
 					n.holders, n.unknownEnd = true, true
 				default:
 					n.holders = true
-					if j.End.After(n.endMax) {
-						n.endMax = j.End
+					if c.before(n.endNs, endNs, &n.endMax, &j.End) {
+						n.endMax, n.endNs = j.End, endNs
 					}
 				}
 			}
@@ -404,11 +467,14 @@ func (c *calc) scanJobs(exclude []bool) []int {
 				candidates = append(candidates, k)
 				continue
 			}
+			startNs := c.ns(j.Start)
 			for _, i := range c.sc.jobNodes(k) {
 				if i >= 0 {
 					n := &c.nodes[i]
 					n.slurmClaim = true
-					c.claim(n, j.Start, k, false, false)
+					if n.claimNs == neverNs || c.before(startNs, n.claimNs, &j.Start, &n.claim) { // as claim
+						n.setClaim(j.Start, startNs, j.ID, k, false, false)
+					}
 				}
 			}
 		}
@@ -416,15 +482,42 @@ func (c *calc) scanJobs(exclude []bool) []int {
 	return candidates
 }
 
-// claim notes job k's reservation of n at at; moves: at is now, and
-// moves with the clock (the shadow's start when it could start now).
-func (c *calc) claim(n *nodeCalc, at time.Time, k int, estimated, moves bool) {
-	if moves && n.claim.After(c.now) {
-		c.h.flip(n.claim) // the moving claim reaches the fixed one then
+// claim notes job k's reservation of n at at (atNs: ns(at)); moves: at
+// is now, and moves with the clock (the shadow's start when it could
+// start now).
+func (c *calc) claim(n *nodeCalc, at time.Time, atNs int64, k int, estimated, moves bool) {
+	if moves && c.before(c.nowNs, n.claimNs, &c.now, &n.claim) {
+		c.h.flipNs(n.claimNs) // the moving claim reaches the fixed one then
 	}
-	if n.claim.IsZero() || at.Before(n.claim) {
-		n.claim, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, c.s.Jobs[k].ID, k+1, estimated, moves
+	if n.claimNs == neverNs || c.before(atNs, n.claimNs, &at, &n.claim) { // n.claim.IsZero() || at.Before(n.claim)
+		n.setClaim(at, atNs, c.s.Jobs[k].ID, k, estimated, moves)
 	}
+}
+
+// setClaim makes job k (ID by) n's claimant, at at (atNs: ns(at)).
+func (n *nodeCalc) setClaim(at time.Time, atNs int64, by string, k int, estimated, moves bool) {
+	n.claim, n.claimNs, n.claimBy, n.claimK1, n.estimated, n.claimMoves = at, atNs, by, k+1, estimated, moves
+}
+
+// ns is ns(t), noting whether t is out of ns's range (clamped).
+func (c *calc) ns(t time.Time) int64 {
+	x := ns(t)
+	if x == neverNs+1 || x == math.MaxInt64 {
+		c.clamped = true
+	}
+	return x
+}
+
+// before is a.Before(*b) for an = c.ns(a), bn = c.ns(b). The numbers
+// compare as the times do where one of them is in ns's range (or both
+// are the zero time), as all are until c.ns meets one that is not;
+// from then on the times decide. (By the wall clock, as everywhere in
+// the decider: a snapshot's times carry no monotonic reading.)
+func (c *calc) before(an, bn int64, a, b *time.Time) bool {
+	if !c.clamped {
+		return an < bn
+	}
+	return a.Before(*b)
 }
 
 // partitionNodes appends to idx the indices of the partition's nodes (from
@@ -571,8 +664,9 @@ func (c *calc) shadow(candidates []int) {
 		// at the later now. window gives such a node no time (FreeFor 0,
 		// whatever now); the decider compares its Until as moving
 		// (claimMoves), and claim notes when it reaches a fixed claim.
+		startNs := c.ns(start)
 		for _, sn := range first {
-			c.claim(&c.nodes[sn.i], start, k, true, moving)
+			c.claim(&c.nodes[sn.i], start, startNs, k, true, moving)
 		}
 		return
 	}
@@ -586,51 +680,18 @@ func shadowCmp(a, b shadowNode) int {
 	return cmp.Compare(a.tie, b.tie)
 }
 
-// firstNodes is the first need nodes of l in shadowCmp's order. With
-// names that number consecutively no two nodes compare equal, so the
-// need smallest, found with a heap, are those a full sort puts first;
-// otherwise (equal names could tie) l is sorted whole, as it always was.
+// firstNodes is the first need nodes of l in shadowCmp's order, the
+// last of them (the latest free) at need-1. With names that number
+// consecutively no two nodes compare equal, so a selection finds the
+// nodes a full sort puts first, in less time; otherwise (equal names
+// could tie) l is sorted whole, as it always was.
 func (c *calc) firstNodes(l *shadowList, need int) []shadowNode {
-	if !c.names.dense || need*4 >= len(l.nodes) {
+	if !c.names.dense {
 		slices.SortFunc(l.nodes, shadowCmp)
 		return l.nodes[:need]
 	}
-	h := c.sc.shadowTop[:0] // a max-heap of the need smallest so far
-	for _, sn := range l.nodes {
-		if len(h) < need {
-			h = append(h, sn)
-			for k := len(h) - 1; k > 0; {
-				p := (k - 1) / 2
-				if shadowCmp(h[p], h[k]) >= 0 {
-					break
-				}
-				h[p], h[k] = h[k], h[p]
-				k = p
-			}
-			continue
-		}
-		if shadowCmp(sn, h[0]) >= 0 {
-			continue
-		}
-		h[0] = sn
-		for k := 0; ; {
-			big, l, r := k, 2*k+1, 2*k+2
-			if l < len(h) && shadowCmp(h[l], h[big]) > 0 {
-				big = l
-			}
-			if r < len(h) && shadowCmp(h[r], h[big]) > 0 {
-				big = r
-			}
-			if big == k {
-				break
-			}
-			h[k], h[big] = h[big], h[k]
-			k = big
-		}
-	}
-	slices.SortFunc(h, shadowCmp)
-	c.sc.shadowTop = h
-	return h
+	selectNth(l.nodes, need-1, shadowCmp)
+	return l.nodes[:need]
 }
 
 func (c *calc) shadowList(partitions string) *shadowList {
@@ -650,6 +711,9 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	if c.sc.shadow != nil {
 		l.nodes, c.sc.shadow = c.sc.shadow[:0], nil // one list at a time uses it
 	}
+	if c.rank == nil && !c.names.dense {
+		c.rank = naturalRanks(c.s)
+	}
 	for _, i := range idx {
 		if c.stamp[i] == c.gen {
 			continue
@@ -661,45 +725,34 @@ func (c *calc) shadowList(partitions string) *shadowList {
 			continue
 		}
 		sn := shadowNode{i: i, ours: c.ours[i], freeNow: c.freeNow(i)}
-		if n.holders && !n.unknownEnd && n.endMax.After(c.now) {
-			sn.held = true
-			c.h.flip(n.endMax) // then it counts as free now
+		sn.tNs = c.nowNs
+		if n.holders && !n.unknownEnd && c.before(c.nowNs, n.endNs, &c.now, &n.endMax) {
+			sn.held, sn.tNs = true, n.endNs
+			c.h.flipNs(n.endNs) // then it counts as free now
 		}
-		sn.tNs = ns(c.shadowTime(sn))
-		l.nodes = append(l.nodes, sn)
-	}
-	if c.rank == nil && !c.names.dense {
-		c.rank = naturalRanks(c.s)
-	}
-	// To be sorted by time, ours first, free now first, then the names'
-	// natural order (index or rank, both below 2^61): the last three as
-	// one number.
-	for k := range l.nodes {
-		sn := &l.nodes[k]
-		r := int64(sn.i)
+		// To be sorted by time, ours first, free now first, then the
+		// names' natural order (index or rank, both below 2^61): the
+		// last three as one number.
+		sn.tie = int64(i)
 		if !c.names.dense {
-			r = int64(c.rank[sn.i])
+			sn.tie = int64(c.rank[i])
 		}
 		if !sn.ours {
-			r |= 1 << 62
+			sn.tie |= 1 << 62
 		}
 		if !sn.freeNow {
-			r |= 1 << 61
+			sn.tie |= 1 << 61
 		}
-		sn.tie = r
+		l.nodes = append(l.nodes, sn)
 	}
-	return l // sorted by firstNodes, as far as needed
+	return l // ordered by firstNodes, as far as needed
 }
 
-// window fills in w, a zero NodeWindow, for node i; FreeAt only if
-// freeAt (Decide does not read it).
-func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration, freeAt bool) {
+// window fills in w, a zero NodeWindow, for node i, but for FreeAt.
+func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration) {
 	node := &c.s.Nodes[i]
 	n := &c.nodes[i]
 	w.Node, w.State = node.Name, node.State
-	if freeAt {
-		w.FreeAt = c.freeAt(i)
-	}
 	w.Until, w.ClaimedBy, w.Estimated = n.claim, n.claimBy, n.estimated
 	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
 		return
@@ -710,15 +763,19 @@ func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Durat
 		return
 	}
 	w.FreeFor = horizon
-	if !n.claim.IsZero() {
-		if !n.claim.After(c.now) {
+	if n.claimNs != neverNs { // !n.claim.IsZero()
+		if !c.before(c.nowNs, n.claimNs, &c.now, &n.claim) {
 			w.FreeFor = 0
 		} else {
-			c.h.flip(n.claim)
-			if horizon != cluster.Unlimited && n.claim.Sub(c.now) >= horizon {
+			c.h.flipNs(n.claimNs)
+			left := time.Duration(n.claimNs - c.nowNs) // n.claim.Sub(c.now), if in range and no overflow
+			if c.clamped || c.nowNs == neverNs || left <= 0 {
+				left = n.claim.Sub(c.now)
+			}
+			if horizon != cluster.Unlimited && left >= horizon {
 				c.h.flip(n.claim.Add(-horizon)) // capped until then
 			}
-			w.FreeFor = min(n.claim.Sub(c.now), horizon)
+			w.FreeFor = min(left, horizon)
 		}
 	}
 }

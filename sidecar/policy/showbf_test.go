@@ -594,7 +594,7 @@ func BenchmarkBackfillWindows10k(b *testing.B) {
 	}
 }
 
-// TestNodeNames: the fast lookup finds what the map finds, for node sets
+// TestNodeNames: the fast lookups find what the map finds, for node sets
 // that number consecutively (read by number) and that do not.
 func TestNodeNames(t *testing.T) {
 	probes := []string{"", "c", "c0", "c1", "c01", "c2", "c3", "c4", "c10", "c+1", "c-1", "d1", "1", "c1x", "rack1-n1", "rack1-n2", "rack1-n02", "n7", "n8", "n10", "c9999999999"}
@@ -644,6 +644,22 @@ func TestNodeNames(t *testing.T) {
 				t.Errorf("%s: get(%q) = %d, %v; the map has %d, %v", tc.name, p, i, ok, wi, wok)
 			}
 		}
+		// A host list of every node and probe, each after every other.
+		var list []string
+		for _, a := range append(probes, tc.nodes...) {
+			for _, b := range append(probes, tc.nodes...) {
+				list = append(list, a, b)
+			}
+		}
+		for k, i := range nn.appendIdx(nil, list) {
+			wi, wok := idx[list[k]]
+			if !wok {
+				wi = -1
+			}
+			if i != wi {
+				t.Errorf("%s: appendIdx gives %q (after %q) %d; the map has %d, %v", tc.name, list[k], list[max(k-1, 0)], i, wi, wok)
+			}
+		}
 	}
 }
 
@@ -670,7 +686,8 @@ func TestPlainNumbersCompareNaturally(t *testing.T) {
 }
 
 // TestFirstNodesMatchesSort: with names that number consecutively,
-// firstNodes returns what a full sort of the shadow list puts first.
+// firstNodes returns the nodes a full sort of the shadow list puts
+// first, the last of them last.
 func TestFirstNodesMatchesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for trial := range 2000 {
@@ -693,6 +710,10 @@ func TestFirstNodesMatchesSort(t *testing.T) {
 		need := 1 + rng.IntN(n)
 		c := &calc{names: &nodeNames{dense: true}, sc: new(scratch)}
 		got := c.firstNodes(&shadowList{nodes: nodes}, need)
+		if got[need-1] != want[need-1] {
+			t.Fatalf("trial %d: n %d need %d: the last is %v, want %v", trial, n, need, got[need-1], want[need-1])
+		}
+		slices.SortFunc(got, shadowCmp)
 		if !slices.Equal(got, want[:need]) {
 			t.Fatalf("trial %d: n %d need %d: got %v, want %v", trial, n, need, got, want[:need])
 		}
