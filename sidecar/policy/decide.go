@@ -316,6 +316,7 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 	}
 	d := &sc.dec
 	*d = decider{s: s, st: st, cfg: cfg, now: now, nowNs: ns(now), sc: sc, acts: sc.acts[:0]}
+	sc.partsOK = false // the default partition may differ
 	sc.jobIdx, sc.baseOf = reuseMap(sc.jobIdx), reuseMap(sc.baseOf)
 	// The pilots are most often the last decision's, in the same order:
 	// their index is then the same map.
@@ -756,14 +757,23 @@ func (d *decider) member(name string) []bool {
 }
 
 // partitions of a job: its comma-separated list, or the default.
+// The last list is kept for the next job with the same Partition (most
+// jobs name the same one); the caller must not change it.
 func (d *decider) partitions(j *cluster.Job) []string {
+	sc := d.sc
+	if sc.partsOK && j.Partition == sc.partsOf {
+		return sc.parts
+	}
+	var parts []string
 	if j.Partition == "" {
 		if p := d.s.DefaultPartition(); p != nil {
-			return []string{p.Name}
+			parts = []string{p.Name}
 		}
-		return nil
+	} else {
+		parts = strings.Split(j.Partition, ",")
 	}
-	return strings.Split(j.Partition, ",")
+	sc.partsOf, sc.parts, sc.partsOK = j.Partition, parts, true
+	return parts
 }
 
 // timeLimit of a pending job: its own, else its partition's default or

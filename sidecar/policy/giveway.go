@@ -225,6 +225,7 @@ func (d *decider) avail(i, owner int) (mtime, bool) {
 type pool struct {
 	nodes []int
 	left  int
+	key   string // the jobs' Partition
 	parts []string
 	in    []bool // by node: in one of parts (inAny), looked up once
 	// blocked: every node not taken is behind a window claim that blocks
@@ -238,10 +239,9 @@ type pool struct {
 
 // pools caches a pool per partition list.
 type pools struct {
-	d     *decider
-	all   []int
-	byKey map[string]*pool
-	list  []*pool
+	d    *decider
+	all  []int
+	list []*pool
 	// all is the free nodes first (sorted), then from split on the
 	// pilots' nodes, sorted only once a claimant would take one of them
 	// (sortPilots): until then their order reads nothing.
@@ -259,11 +259,30 @@ func (ps *pools) sortPilots() {
 	d, sc := ps.d, ps.d.sc
 	// Each pilot's task start, read once (taskStart, whose read of the
 	// task ends the comparisons note in pilotOrder as it would be).
-	for _, i := range ps.all[ps.split:] {
+	pilots := ps.all[ps.split:]
+	for _, i := range pilots {
 		pi := sc.aGiver[i]
 		sc.aStart[pi], sc.aRead[pi] = d.taskStartOf(pi)
 	}
-	slices.SortFunc(ps.all[ps.split:], d.pilotNodeCmp)
+	if len(pilots) >= 2 {
+		// What the sort's comparisons read, noted once: each pilot's
+		// lossless (every one is compared), and the task ends if two
+		// pilots that lose work are compared and either read its task's
+		// end. A sort compares every two neighbours of its result, and
+		// those that lose work come last, together: so the task ends are
+		// read exactly when two or more lose work and one of them read.
+		lose, read := 0, false
+		for _, i := range pilots {
+			if pi := sc.aGiver[i]; !d.lossOnce(pi) {
+				lose++
+				read = read || sc.aRead[pi]
+			}
+		}
+		if lose >= 2 && read {
+			d.pilotOrder.readTaskEnds()
+		}
+		slices.SortFunc(pilots, d.pilotNodeCmp)
+	}
 	for _, p := range ps.list { // as pools.of made them, in the new order
 		p.nodes = p.nodes[:0]
 		for _, i := range ps.all {
@@ -275,8 +294,10 @@ func (ps *pools) sortPilots() {
 }
 
 func (ps *pools) of(j *cluster.Job) *pool {
-	if p, ok := ps.byKey[j.Partition]; ok {
-		return p
+	for _, p := range ps.list { // few: a map costs more
+		if p.key == j.Partition {
+			return p
+		}
 	}
 	sc := ps.d.sc
 	if sc.nPools == len(sc.pools) {
@@ -284,7 +305,7 @@ func (ps *pools) of(j *cluster.Job) *pool {
 	}
 	p := &sc.pools[sc.nPools]
 	sc.nPools++
-	*p = pool{nodes: p.nodes[:0], parts: ps.d.partitions(j), in: p.in}
+	*p = pool{nodes: p.nodes[:0], key: j.Partition, parts: ps.d.partitions(j), in: p.in}
 	p.in = ps.d.union(p.parts, p.in)
 	for _, i := range ps.all {
 		if p.in[i] {
@@ -292,26 +313,16 @@ func (ps *pools) of(j *cluster.Job) *pool {
 		}
 	}
 	p.left = len(p.nodes)
-	ps.byKey[j.Partition] = p
 	ps.list = append(ps.list, p)
 	return p
 }
 
 // pilotNodeCmp orders pilots' nodes for rule A by giveOrder of their
-// pilots (giveOrderOf with each pilot's lossless(pi, now + Grace) asked
-// once, and taskStartOf from sortPilots), noting in d.pilotOrder.
+// pilots, from what sortPilots read of them (lossOnce's, taskStartOf).
 func (d *decider) pilotNodeCmp(a, b int) int {
 	sc := d.sc
 	pa, pb := sc.aGiver[a], sc.aGiver[b]
-	la, lb := d.lossOnce(pa), d.lossOnce(pb)
-	var sa, sb int64
-	if !la && !lb {
-		if sc.aRead[pa] || sc.aRead[pb] {
-			d.pilotOrder.readTaskEnds()
-		}
-		sa, sb = sc.aStart[pa], sc.aStart[pb]
-	}
-	return d.giveOrderStarts(pa, pb, la, lb, sa, sb)
+	return d.giveOrderStarts(pa, pb, sc.loss[pa] == 2, sc.loss[pb] == 2, sc.aStart[pa], sc.aStart[pb])
 }
 
 // lossOnce is lossless(pi, now + Grace), noted in d.pilotOrder the first
@@ -342,8 +353,8 @@ func (ps *pools) take(i int) {
 
 // rulePass runs rules A and B over the pending jobs by priority.
 func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
-	d.sc.poolKey, d.sc.nPools = reuseMap(d.sc.poolKey), 0
-	ps := &pools{d: d, byKey: d.sc.poolKey, all: d.sc.poolAll[:0], list: d.sc.poolList[:0]}
+	d.sc.nPools = 0
+	ps := &pools{d: d, all: d.sc.poolAll[:0], list: d.sc.poolList[:0]}
 	defer func() { d.sc.poolAll, d.sc.poolList = ps.all, ps.list }()
 	d.sc.wClaim, d.sc.eClaim = reuse(d.sc.wClaim, len(d.s.Nodes)), reuse(d.sc.eClaim, len(d.s.Nodes))
 	d.sc.startedRank = reuse(d.sc.startedRank, len(d.pend))
@@ -703,7 +714,8 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 	slots := d.sc.slots[:0]
 	withs := d.sc.withs[:0]
 	defer func() { d.sc.slots, d.sc.withs = slots[:0], withs[:0] }()
-	size := map[string]int{} // partition list -> its usable nodes; -1: none in the pilot partition
+	d.sc.topSize = reuseMap(d.sc.topSize)
+	size := d.sc.topSize // partition list -> its usable nodes; -1: none in the pilot partition
 	for r, k := range d.pend {
 		j := &d.s.Jobs[k]
 		if d.startedAt(j.ID, r) || len(j.SchedNodes) > 0 && !j.Start.IsZero() {

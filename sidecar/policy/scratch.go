@@ -45,7 +45,11 @@ type scratch struct {
 	jobPools                                  [][]int      // jobPools: decider.pools, each list's array kept
 	thesisPlans                               []thesisPlan // thesis: decider.thesisPlans
 	why                                       []byte       // an action's Reason as it is written
-	wRank                                     []int        // claimRank by window, +1 (0: not known yet)
+	partsOf                                   string       // partitions: the Partition parts is of, if partsOK
+	parts                                     []string
+	partsOK                                   bool
+	topSize                                   map[string]int // ruleTop: usable nodes by partition list
+	wRank                                     []int          // claimRank by window, +1 (0: not known yet)
 
 	dec          decider // the decision itself
 	track, order tracker // its hold (decider.h) and what rule A's order read (pilotOrder)
@@ -54,7 +58,6 @@ type scratch struct {
 	// and partitions stay the same
 	topo topology
 	// rulePass: its pools, nPools of pools in use
-	poolKey  map[string]*pool
 	poolList []*pool
 	poolAll  []int
 	pools    []pool
