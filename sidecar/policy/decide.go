@@ -411,16 +411,17 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 			}
 			continue
 		}
+		never, end := j.TimeLimit == cluster.Unlimited || j.End.IsZero(), ns(j.End)
 		for _, i := range sc.jobNodes(k) {
 			if i < 0 {
 				continue
 			}
 			d.held[i] = true
 			switch {
-			case j.TimeLimit == cluster.Unlimited || j.End.IsZero():
+			case never:
 				d.heldNever[i] = true
-			case ns(j.End) > d.heldEnd[i]:
-				d.heldEnd[i] = ns(j.End)
+			case end > d.heldEnd[i]:
+				d.heldEnd[i] = end
 			}
 		}
 	}

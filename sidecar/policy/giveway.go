@@ -134,6 +134,13 @@ func (d *decider) giver(i int) int {
 	return -1
 }
 
+// pilotEnd is pilot pi's End as an instant (its key's); ok false for
+// none (UNLIMITED).
+func (d *decider) pilotEnd(pi int) (mtime, bool) {
+	e := d.pkeys[pi].end
+	return mtime{t: e}, e != neverNs // ns maps only the zero time to neverNs
+}
+
 // givable reports whether running pilot pi gives way by these rules.
 func (d *decider) givable(pi int) bool {
 	p := &d.st.Pilots[pi]
@@ -208,12 +215,12 @@ func (d *decider) avail(i, owner int) (mtime, bool) {
 		return neverM, false // busy with nothing we can see
 	}
 	if pi >= 0 && !d.gone[pi] && !d.gives(pi, owner) {
-		e := d.st.Pilots[pi].End
-		if e.IsZero() {
+		e, ok := d.pilotEnd(pi)
+		if !ok {
 			return neverM, false
 		}
-		if d.cmpM(fixed(e), t) > 0 {
-			t = fixed(e)
+		if d.cmpM(e, t) > 0 {
+			t = e
 		}
 	}
 	return t, true
@@ -499,7 +506,7 @@ func (d *decider) startNow(j *cluster.Job, r int, ps *pools, chosen []int, add f
 			if pi := d.giver(i); pi >= 0 {
 				// Which pilot's node was taken hangs on their order.
 				d.h.merge(d.pilotOrder)
-				if e := d.st.Pilots[pi].End; e.IsZero() || d.cmpM(fixed(e), d.nowPlus(d.cfg.Grace)) > 0 {
+				if e, ok := d.pilotEnd(pi); !ok || d.cmpM(e, d.nowPlus(d.cfg.Grace)) > 0 {
 					add(pi, d.nowPlus(0), j.ID)
 				}
 			}
@@ -673,7 +680,7 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 			until := mtime{t: ns(w.Until), mv: d.sc.nodes[i].claimMoves} // the EASY shadow's at now moves
 			cr := d.claimRank(wi)
 			known := cr >= 0
-			if (!known || cr < r) && d.cmpM(until, fixed(j.Start)) < 0 && w.ClaimedBy != j.ID && !d.startedAt(w.ClaimedBy, cr) {
+			if (!known || cr < r) && d.cmpM(until, start) < 0 && w.ClaimedBy != j.ID && !d.startedAt(w.ClaimedBy, cr) {
 				if !known {
 					return
 				}
@@ -694,7 +701,7 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 			*c = rankClaim{until: t.t, rank: r, mv: t.mv}
 		}
 		if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
-			if e := d.st.Pilots[pi].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
+			if e, ok := d.pilotEnd(pi); !ok || d.cmpM(e, t.add(d.cfg.Grace)) > 0 {
 				add(pi, t, j.ID)
 			}
 		}
@@ -745,10 +752,10 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 			sl := slot{i: i, without: a, with: a, inWay: -1}
 			if pi := d.pilotOn[i]; pi >= 0 && d.gives(pi, owner) {
 				sl.inWay = pi
-				if e := d.st.Pilots[pi].End; e.IsZero() {
+				if e, ok := d.pilotEnd(pi); !ok {
 					sl.with = neverM
 				} else {
-					sl.with = d.maxM(a, fixed(e))
+					sl.with = d.maxM(a, e)
 				}
 			}
 			slots = append(slots, sl)
@@ -786,7 +793,7 @@ func (d *decider) ruleTop(add func(int, mtime, string)) {
 				continue
 			}
 			if s.inWay >= 0 {
-				if e := d.st.Pilots[s.inWay].End; e.IsZero() || d.cmpM(fixed(e), t.add(d.cfg.Grace)) > 0 {
+				if e, ok := d.pilotEnd(s.inWay); !ok || d.cmpM(e, t.add(d.cfg.Grace)) > 0 {
 					inWay = append(inWay, s.inWay)
 					continue
 				}
