@@ -98,3 +98,27 @@ func TestSelectNth(t *testing.T) {
 		}
 	}
 }
+
+// selectNth stays linear on the input that defeats its pivot: a sorted
+// list (an idle partition's shadow list), also reversed; at most 8n
+// comparisons (a sort of it costs about n log n).
+func TestSelectNthSorted(t *testing.T) {
+	const n = 10000
+	for _, reversed := range []bool{false, true} {
+		xs := make([]int, n)
+		for i := range xs {
+			xs[i] = i
+			if reversed {
+				xs[i] = n - i
+			}
+		}
+		c := 0
+		selectNth(xs, n-n/20, func(a, b int) int { c++; return cmp.Compare(a, b) })
+		if want := n - n/20; reversed && xs[n-n/20] != want+1 || !reversed && xs[n-n/20] != want {
+			t.Errorf("reversed %v: xs[%d] = %d", reversed, n-n/20, xs[n-n/20])
+		}
+		if c > 8*n {
+			t.Errorf("reversed %v: %d comparisons for %d elements", reversed, c, n)
+		}
+	}
+}

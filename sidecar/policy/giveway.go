@@ -277,7 +277,9 @@ func (ps *pools) sortPilots() {
 		// pilots that lose work are compared and either read its task's
 		// end. A sort compares every two neighbours of its result, and
 		// those that lose work come last, together: so the task ends are
-		// read exactly when two or more lose work and one of them read.
+		// noted whenever two or more lose work and one of them read (at
+		// least what the comparisons noted; exactly, pilot IDs being
+		// unique).
 		lose, read := 0, false
 		for _, i := range pilots {
 			if pi := sc.aGiver[i]; !d.lossOnce(pi) {
@@ -893,9 +895,13 @@ func arrayCount(expr string, limit int) int {
 // there, with nothing after it that cmp orders before it and nothing
 // before it ordered after it: quickselect, the pivot the median of three,
 // in three parts (below, equal, above) since many instants tie (now).
+// Inputs that defeat the pivot (a sorted list, as an idle partition's
+// shadow list is) are sorted after two rounds that keep more than three
+// quarters of what was left.
 func selectNth[T any](xs []T, n int, cmp func(a, b T) int) {
 	lo, hi := 0, len(xs) // xs[lo:hi] holds the n-th
-	for hi-lo > 12 {
+	for bad := 0; hi-lo > 12 && bad < 2; {
+		size := hi - lo
 		a, b, c := lo, lo+(hi-lo)/2, hi-1
 		if cmp(xs[b], xs[a]) < 0 {
 			a, b = b, a
@@ -930,6 +936,9 @@ func selectNth[T any](xs []T, n int, cmp func(a, b T) int) {
 		default:
 			return
 		}
+		if 4*(hi-lo) > 3*size {
+			bad++
+		}
 	}
-	slices.SortFunc(xs[lo:hi], cmp) // a few left: sorted
+	slices.SortFunc(xs[lo:hi], cmp) // a few left, or a bad pivot's input
 }

@@ -43,10 +43,11 @@ func (d *decider) jobPools() [][]int {
 		}
 		sc.poolAt[k] = len(d.pools)
 		d.poolOf[ji] = len(d.pools)
-		// Each pool's list in an array of its own, kept for the next decision.
+		// Each pool's list in an array of its own, kept for the next
+		// decision: the one a pool at this place had the last time.
 		var list []int
-		if len(d.pools) < cap(d.pools) {
-			list = d.pools[:len(d.pools)+1][len(d.pools)][:0]
+		if n := len(d.pools); n < cap(d.pools) {
+			list = d.pools[:n+1][n][:0]
 		}
 		d.pools = append(d.pools, append(list, ji))
 	}

@@ -212,7 +212,7 @@ func (t *topology) same(s *cluster.Snapshot) bool {
 
 // sameMemory: a and b are one slice (the same elements, the same length).
 func sameMemory(a, b []string) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // partNodes is partition name's nodes in s (idx: nodeIndex(s)); the

@@ -21,8 +21,15 @@ for wl in thesis-1 thesis-2; do
 	for bl in "" 10m; do
 		set -- --workload "$wl" --json --mode all
 		[ -n "$bl" ] && set -- "$@" --backlog "$bl"
-		sum=$("$tmp/glean" sim "$@" | sha256sum | cut -c1-16)
+		# A run that fails or prints nothing must not digest like any other.
+		"$tmp/glean" sim "$@" >"$tmp/out" || { echo "digest.sh: glean sim $* failed" >&2; exit 1; }
+		[ -s "$tmp/out" ] || { echo "digest.sh: glean sim $* printed nothing" >&2; exit 1; }
+		sum=$(sha256sum <"$tmp/out" | cut -c1-16)
 		printf 'glean sim %-8s backlog=%-3s %s\n' "$wl" "${bl:-0}" "$sum"
 	done
 done
-GLEAN_SIM_DIGEST=1 go test -v -count=1 -run '^TestOutcomeDigest$' ./sidecar/sim | grep '^digest'
+GLEAN_SIM_DIGEST=1 go test -v -count=1 -run '^TestOutcomeDigest$' ./sidecar/sim >"$tmp/test" ||
+	{ cat "$tmp/test" >&2; echo "digest.sh: TestOutcomeDigest failed" >&2; exit 1; }
+# It skips where the shared workloads are missing: no digest is then no answer.
+grep -q '^--- SKIP' "$tmp/test" && { echo "digest.sh: TestOutcomeDigest skipped (shared/workloads missing?)" >&2; exit 1; }
+grep '^digest' "$tmp/test"
