@@ -270,12 +270,21 @@ func (b *slurmLike) test(s *State, j *job) bool {
 	for range 2*(len(b.slots)+len(s.running)) + 4 {
 		// A start after by is tried again from by, at stretch next (if
 		// there is a next try: next > 0).
-		next := b.window(from, startRes, addSat(startRes, lim))
-		by := time.Duration(math.MaxInt64)
+		end := addSat(startRes, lim)
+		next, rest := b.window(from, startRes, end)
+		by, m := time.Duration(math.MaxInt64), len(s.running)
 		if next > 0 {
 			by = b.slots[next].t
+			m = b.endBy(s, by)
+			// Most tries that move on already fail on the stretches before
+			// next: skip the rest of the window.
+			if b.tooFew(s, j.nodes, m) {
+				startRes, from = by, next
+				continue
+			}
 		}
-		t, ok := b.willRun(s, j.nodes, by)
+		b.windowRest(rest, end)
+		t, ok := b.willRun(s, j.nodes, m)
 		if !ok {
 			if next == 0 {
 				return false
@@ -378,13 +387,17 @@ func (b *slurmLike) slotEnd(i int) time.Duration {
 // the next try begins if the job cannot start by the end of the first
 // stretch, 0 if none. Like backfill.c it skips a stretch boundary after
 // which no node comes free.
-func (b *slurmLike) window(from int, start, end time.Duration) (next int) {
+//
+// It stops at that boundary: b.avail then holds only the stretches before
+// rest, and windowRest(rest, end) adds the others. A try that cannot
+// start with those nodes (tooFew) moves on without them.
+func (b *slurmLike) window(from int, start, end time.Duration) (next, rest int) {
 	// Locals, not fields: the stores into avail would make the compiler
 	// load b.avail and b.slots again for every stretch.
 	avail, slots := b.avail, b.slots
 	avail.copyFrom(b.all)
 	if b.slotEnd(from) <= start {
-		return 0 // start lies at or past the window's end
+		return 0, len(slots) // start lies at or past the window's end
 	}
 	i := from
 	for ; i+1 < len(slots); i++ {
@@ -393,39 +406,33 @@ func (b *slurmLike) window(from int, start, end time.Duration) (next int) {
 		sl := &slots[i]
 		if sl.t > end {
 			if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
-				return i + 1
+				return i + 1, len(slots)
 			}
-			return 0
+			return 0, len(slots)
 		}
 		avail.and(sl.avail)
 		if !slots[i+1].avail.subsetOf(avail) {
-			next = i + 1 // the first boundary after which a node comes free
-			i++
-			break
+			return i + 1, i + 1 // the first boundary after which a node comes free
 		}
 	}
-	for ; i < len(slots) && slots[i].t <= end; i++ {
-		avail.and(slots[i].avail)
-	}
-	return next
+	return 0, i
 }
 
-// willRun is select/linear's will-run test on b.avail: the job starts now
-// if enough of those nodes are idle, else when enough running jobs have
-// ended, taken by their planned ends (a job past its end but not yet
-// killed ends a second from now). It leaves the nodes free by then in
-// b.cand, for pickNodes. It reports false if the job cannot start, or
-// not by `by`: test tries a start after by from by on, so only the jobs
-// that end by then need counting. (It only cuts at by a second or more
-// from now: before that, those jobs need not be the first of s.running.)
-func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, bool) {
-	avail := b.avail
-	if avail.andCount(s.idle) >= n {
-		b.cand.setAnd(s.idle, avail)
-		return s.now, true
+// windowRest adds to b.avail the stretches from rest on that begin by end.
+func (b *slurmLike) windowRest(rest int, end time.Duration) {
+	avail, slots := b.avail, b.slots
+	for i := rest; i < len(slots) && slots[i].t <= end; i++ {
+		avail.and(slots[i].avail)
 	}
-	m := len(s.running) // the running jobs to count
-	if by < math.MaxInt64 && by >= s.now+time.Second {
+}
+
+// endBy is how many running jobs willRun counts for a try that moves on
+// if the job cannot start by `by`: those that end by then. (It only cuts
+// at by a second or more from now: before that, the jobs past their end
+// need not be the first of s.running.)
+func (b *slurmLike) endBy(s *State, by time.Duration) int {
+	m := len(s.running)
+	if by >= s.now+time.Second {
 		lo, hi := 0, m // the first to end after by
 		for lo < hi {
 			if mid := int(uint(lo+hi) >> 1); s.running[mid].estEnd <= by {
@@ -435,6 +442,33 @@ func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, b
 			}
 		}
 		m = lo
+	}
+	return m
+}
+
+// tooFew reports whether b.avail holds fewer than n nodes that are idle or
+// freed by the first m running jobs, where willRun would know it. It may
+// report false when the job cannot run: only the rows of b.freed built so
+// far are looked at.
+func (b *slurmLike) tooFew(s *State, n, m int) bool {
+	if m == 0 {
+		return b.avail.andCount(s.idle) < n
+	}
+	w := len(b.avail)
+	return m <= b.nFreed && b.avail.andCount(b.freed[(m-1)*w:]) < n
+}
+
+// willRun is select/linear's will-run test on b.avail: the job starts now
+// if enough of those nodes are idle, else when enough running jobs have
+// ended, taken by their planned ends (a job past its end but not yet
+// killed ends a second from now). It leaves the nodes free by then in
+// b.cand, for pickNodes. It counts only the first m running jobs (endBy)
+// and reports false if the job cannot start by the last one's end.
+func (b *slurmLike) willRun(s *State, n, m int) (time.Duration, bool) {
+	avail := b.avail
+	if avail.andCount(s.idle) >= n {
+		b.cand.setAnd(s.idle, avail)
+		return s.now, true
 	}
 	// The count of freed nodes in avail grows with k: find the first k < m
 	// at which it reaches n, first at the rows already built, then
