@@ -466,7 +466,9 @@ func (b *slurmLike) tooFew(s *State, n, m int) bool {
 // and reports false if the job cannot start by the last one's end.
 func (b *slurmLike) willRun(s *State, n, m int) (time.Duration, bool) {
 	avail := b.avail
-	if avail.andCount(s.idle) >= n {
+	// On a busy machine most jobs wait: the idle count tells without a
+	// look at the nodes.
+	if s.free >= n && avail.andCount(s.idle) >= n {
 		b.cand.setAnd(s.idle, avail)
 		return s.now, true
 	}
