@@ -122,6 +122,7 @@ type slurmLike struct {
 	cand      bitset // of those, free at the will-run time
 	pick      []span // the nodes the last willRun chose
 	pickSet   bitset
+	over      bitset // nodes free of reservations over a reservation's window
 
 	// freed[k] (words k*w..k*w+w-1, w the bitset's length) is the idle
 	// nodes plus those of running[0..k]: what is free once the first k+1
@@ -141,6 +142,7 @@ func newSlurmLike(size int, p SlurmParams) *slurmLike {
 		avail:       newBitset(size),
 		cand:        newBitset(size),
 		pickSet:     newBitset(size),
+		over:        newBitset(size),
 	}
 	b.all.setRange(0, size)
 	return b
@@ -310,12 +312,22 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			b.addPlan(j, t, nil) // shown, but nothing is reserved
 			return false
 		}
-		b.pickNodes(s, j.nodes)
 		st, en := floorTo(t, res), floorTo(addSat(t, lim), res)
 		// Stretch from begins on a multiple of res, at or before startRes
 		// <= t: at or before st.
 		at := b.slotAt(from, st)
-		if b.overlaps(at, st, en) {
+		// The nodes best fit picks from b.cand must be free of reservations
+		// over [st, en) too (backfill.c's _test_resv_overlap): the will-run
+		// test looked at the reservations around the tested start, not
+		// around the job's own. Most overlaps are certain before the pick:
+		// too few candidates are free over [st, en).
+		b.unreserved(at, st, en)
+		overlap := b.cand.andCount(b.over) < j.nodes
+		if !overlap {
+			b.pickNodes(s, j.nodes)
+			overlap = !b.pickSet.subsetOf(b.over)
+		}
+		if overlap {
 			if startRes == t {
 				t += res
 			}
@@ -548,18 +560,16 @@ func (b *slurmLike) addFreed(s *State) {
 	b.nFreed++
 }
 
-// overlaps reports whether the picked nodes are reserved anywhere in
-// [st, en) (backfill.c's _test_resv_overlap): the will-run test looked at
-// the reservations around the tested start, not around the job's own.
-// Stretch at holds st.
-func (b *slurmLike) overlaps(at int, st, en time.Duration) bool {
-	slots, pick := b.slots, b.pickSet
+// unreserved sets b.over to the nodes free of reservations all over
+// [st, en). Stretch at holds st.
+func (b *slurmLike) unreserved(at int, st, en time.Duration) {
+	slots, over := b.slots, b.over
+	over.copyFrom(b.all)
 	for i := at; i < len(slots) && slots[i].t < en; i++ {
-		if b.slotEnd(i) > st && !pick.subsetOf(slots[i].avail) {
-			return true
+		if b.slotEnd(i) > st {
+			over.and(slots[i].avail)
 		}
 	}
-	return false
 }
 
 // reserve takes the picked nodes out of the plan over [st, en), clipped to
