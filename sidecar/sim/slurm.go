@@ -285,7 +285,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 				continue
 			}
 		}
-		b.windowRest(rest, end)
+		past := b.windowRest(rest, end)
 		t, ok := b.willRun(s, j.nodes, m)
 		if !ok {
 			if next == 0 {
@@ -319,9 +319,11 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		// The nodes best fit picks from b.cand must be free of reservations
 		// over [st, en) too (backfill.c's _test_resv_overlap): the will-run
 		// test looked at the reservations around the tested start, not
-		// around the job's own. Most overlaps are certain before the pick:
-		// too few candidates are free over [st, en).
-		b.unreserved(at, st, en)
+		// around the job's own. The candidates are free over the stretches
+		// of the tested window, before past: only those after it can
+		// overlap. Most overlaps are certain before the pick: too few
+		// candidates are free there.
+		b.unreserved(max(at, past), st, en)
 		overlap := b.cand.andCount(b.over) < j.nodes
 		if !overlap {
 			b.pickNodes(s, j.nodes)
@@ -418,9 +420,9 @@ func (b *slurmLike) window(from int, start, end time.Duration) (next, rest int) 
 		sl := &slots[i]
 		if sl.t > end {
 			if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
-				return i + 1, len(slots)
+				return i + 1, i
 			}
-			return 0, len(slots)
+			return 0, i
 		}
 		avail.and(sl.avail)
 		if !slots[i+1].avail.subsetOf(avail) {
@@ -431,11 +433,16 @@ func (b *slurmLike) window(from int, start, end time.Duration) (next, rest int) 
 }
 
 // windowRest adds to b.avail the stretches from rest on that begin by end.
-func (b *slurmLike) windowRest(rest int, end time.Duration) {
+// It returns the first stretch after them: b.avail is then the nodes free
+// over every stretch from window's from to there (or, if start lay past
+// the plan's end, all nodes, and there is no stretch to reserve).
+func (b *slurmLike) windowRest(rest int, end time.Duration) (past int) {
 	avail, slots := b.avail, b.slots
-	for i := rest; i < len(slots) && slots[i].t <= end; i++ {
+	i := rest
+	for ; i < len(slots) && slots[i].t <= end; i++ {
 		avail.and(slots[i].avail)
 	}
+	return i
 }
 
 // endBy is how many running jobs willRun counts for a try that moves on
@@ -560,12 +567,12 @@ func (b *slurmLike) addFreed(s *State) {
 	b.nFreed++
 }
 
-// unreserved sets b.over to the nodes free of reservations all over
-// [st, en). Stretch at holds st.
-func (b *slurmLike) unreserved(at int, st, en time.Duration) {
+// unreserved sets b.over to the nodes free of reservations over the
+// stretches from `from` on that overlap [st, en).
+func (b *slurmLike) unreserved(from int, st, en time.Duration) {
 	slots, over := b.slots, b.over
 	over.copyFrom(b.all)
-	for i := at; i < len(slots) && slots[i].t < en; i++ {
+	for i := from; i < len(slots) && slots[i].t < en; i++ {
 		if b.slotEnd(i) > st {
 			over.and(slots[i].avail)
 		}
