@@ -64,6 +64,10 @@ func (p SlurmParams) resolve() (SlurmParams, error) {
 type slot struct {
 	t     time.Duration
 	avail bitset
+	// ended is how many running jobs a try that moves on at t counts
+	// (endBy), -1 until a try needs it: the tests of a pass look at the
+	// same boundaries again and again.
+	ended int
 }
 
 // slurmLike is Slurm 22.05's main scheduler and sched/backfill on a
@@ -128,7 +132,8 @@ type slurmLike struct {
 	// nodes plus those of running[0..k]: what is free once the first k+1
 	// running jobs have ended. Rows are added as willRun needs them and
 	// dropped (nFreed = 0) whenever idle or running may have changed: at
-	// the start of a pass and after a start in it.
+	// the start of a pass and after a start in it (which also drops the
+	// stretches' ended).
 	freed  []uint64
 	nFreed int
 }
@@ -276,8 +281,11 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		next, rest := b.window(from, startRes, end)
 		by, m := time.Duration(math.MaxInt64), len(s.running)
 		if next > 0 {
-			by = b.slots[next].t
-			m = b.endBy(s, by)
+			sl := &b.slots[next]
+			if sl.ended < 0 {
+				sl.ended = b.endBy(s, sl.t)
+			}
+			by, m = sl.t, sl.ended
 			// Most tries that move on already fail on the stretches before
 			// next: skip the rest of the window.
 			if b.tooFew(s, j.nodes, m) {
@@ -299,6 +307,9 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			b.pickNodes(s, j.nodes)
 			s.startOn(j, slices.Clone(b.pick))
 			b.nFreed = 0
+			for i := range b.slots {
+				b.slots[i].ended = -1
+			}
 			return true
 		}
 		if next > 0 && t > by { // only where willRun could not cut at by
@@ -374,7 +385,7 @@ func (b *slurmLike) resetPlan(now time.Duration) {
 	}
 	res := b.p.BFResolution
 	b.windowEnd = floorTo(now+b.p.BFWindow, res)
-	b.slots = append(b.slots[:0], slot{t: floorTo(now, res), avail: b.newSet(b.all)})
+	b.slots = append(b.slots[:0], slot{t: floorTo(now, res), avail: b.newSet(b.all), ended: -1})
 }
 
 func (b *slurmLike) newSet(from bitset) bitset {
@@ -603,7 +614,7 @@ func (b *slurmLike) split(from int, t time.Duration) int {
 	if b.slots[i].t == t {
 		return i
 	}
-	b.slots = slices.Insert(b.slots, i+1, slot{t: t, avail: b.newSet(b.slots[i].avail)})
+	b.slots = slices.Insert(b.slots, i+1, slot{t: t, avail: b.newSet(b.slots[i].avail), ended: -1})
 	return i + 1
 }
 
