@@ -420,14 +420,25 @@ func (b *slurmLike) window(from int, start, end time.Duration) (next, rest int) 
 	// Locals, not fields: the stores into avail would make the compiler
 	// load b.avail and b.slots again for every stretch.
 	avail, slots := b.avail, b.slots
-	avail.copyFrom(b.all)
 	if b.slotEnd(from) <= start {
+		avail.copyFrom(b.all)
 		return 0, len(slots) // start lies at or past the window's end
 	}
+	// Stretch from holds start: avail begins as its nodes. A later stretch
+	// within [start, end] joins avail once the boundary before it proved
+	// that no node comes free there; the first one after end only tells
+	// whether the next try begins after it. The last stretch is left to
+	// windowRest.
+	avail.copyFrom(slots[from].avail)
 	i := from
-	for ; i+1 < len(slots); i++ {
-		// A stretch within [start, end] joins avail before the test; one
-		// after end only tells whether the next try begins after it.
+	for i+1 < len(slots) {
+		if !slots[i+1].avail.subsetOf(avail) {
+			return i + 1, i + 1 // the first boundary after which a node comes free
+		}
+		i++
+		if i+1 == len(slots) {
+			break
+		}
 		sl := &slots[i]
 		if sl.t > end {
 			if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
@@ -436,9 +447,6 @@ func (b *slurmLike) window(from int, start, end time.Duration) (next, rest int) 
 			return 0, i
 		}
 		avail.and(sl.avail)
-		if !slots[i+1].avail.subsetOf(avail) {
-			return i + 1, i + 1 // the first boundary after which a node comes free
-		}
 	}
 	return 0, i
 }
