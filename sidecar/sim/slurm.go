@@ -334,11 +334,11 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		// of the tested window, before past: only those after it can
 		// overlap. Most overlaps are certain before the pick: too few
 		// candidates are free there.
-		b.unreserved(max(at, past), st, en)
-		overlap := b.cand.andCount(b.over) < j.nodes
+		some := b.unreserved(max(at, past), st, en)
+		overlap := some && b.cand.andCount(b.over) < j.nodes
 		if !overlap {
 			b.pickNodes(s, j.nodes)
-			overlap = !b.pickSet.subsetOf(b.over)
+			overlap = some && !b.pickSet.subsetOf(b.over)
 		}
 		if overlap {
 			if startRes == t {
@@ -587,15 +587,22 @@ func (b *slurmLike) addFreed(s *State) {
 }
 
 // unreserved sets b.over to the nodes free of reservations over the
-// stretches from `from` on that overlap [st, en).
-func (b *slurmLike) unreserved(from int, st, en time.Duration) {
+// stretches from `from` on that overlap [st, en), and reports whether
+// there are some (most reservations end within the tested window).
+func (b *slurmLike) unreserved(from int, st, en time.Duration) (some bool) {
 	slots, over := b.slots, b.over
-	over.copyFrom(b.all)
 	for i := from; i < len(slots) && slots[i].t < en; i++ {
-		if b.slotEnd(i) > st {
+		if b.slotEnd(i) <= st {
+			continue
+		}
+		if some {
 			over.and(slots[i].avail)
+		} else {
+			over.copyFrom(slots[i].avail)
+			some = true
 		}
 	}
+	return some
 }
 
 // reserve takes the picked nodes out of the plan over [st, en), clipped to
