@@ -629,7 +629,11 @@ func (b *slurmLike) split(from int, t time.Duration) int {
 	if b.slots[i].t == t {
 		return i
 	}
-	b.slots = slices.Insert(b.slots, i+1, slot{t: t, avail: b.newSet(b.slots[i].avail), ended: -1})
+	// By hand: slices.Insert's general path costs a third more here.
+	avail := b.newSet(b.slots[i].avail)
+	b.slots = append(b.slots, slot{})
+	copy(b.slots[i+2:], b.slots[i+1:])
+	b.slots[i+1] = slot{t: t, avail: avail, ended: -1}
 	return i + 1
 }
 
