@@ -131,11 +131,13 @@ type slurmLike struct {
 	// freed[k] (words k*w..k*w+w-1, w the bitset's length) is the idle
 	// nodes plus those of running[0..k]: what is free once the first k+1
 	// running jobs have ended. Rows are added as willRun needs them and
-	// dropped (nFreed = 0) whenever idle or running may have changed: at
-	// the start of a pass and after a start in it (which also drops the
-	// stretches' ended).
+	// dropped (nFreed = 0) when idle or running changed (moved: a start,
+	// an end or a shrink), at the next pass or, after a start in a pass,
+	// at once (which also drops the stretches' ended). A pass after only
+	// submissions uses the rows of the last.
 	freed  []uint64
 	nFreed int
+	moved  bool
 }
 
 func newSlurmLike(size int, p SlurmParams) *slurmLike {
@@ -154,7 +156,7 @@ func newSlurmLike(size int, p SlurmParams) *slurmLike {
 }
 
 func (b *slurmLike) arrived(s *State, _ *job) { b.touch(s.now); b.asked = true }
-func (b *slurmLike) ended(s *State, _ *job)   { b.touch(s.now); b.asked = true }
+func (b *slurmLike) ended(s *State, _ *job)   { b.touch(s.now); b.asked, b.moved = true, true }
 
 // touch notes a change of jobs or nodes at t: work for the backfill
 // scheduler.
@@ -228,7 +230,9 @@ func (b *slurmLike) backfill(s *State) {
 		}
 	}()
 	b.resetPlan(s.now)
-	b.nFreed = 0
+	if b.moved {
+		b.nFreed, b.moved = 0, false
+	}
 	tested := 0
 	for _, j := range s.queue {
 		if j.began {
@@ -306,7 +310,7 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		if t <= now {
 			b.pickNodes(s, j.nodes)
 			s.startOn(j, slices.Clone(b.pick))
-			b.nFreed = 0
+			b.nFreed, b.moved = 0, false
 			for i := range b.slots {
 				b.slots[i].ended = -1
 			}
