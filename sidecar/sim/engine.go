@@ -145,6 +145,7 @@ func (s *State) startOn(j *job, alloc []span) {
 	s.version++
 	if s.bf != nil {
 		s.bf.touch(s.now)
+		s.bf.moved = true
 	}
 	s.ev.add(event{t: j.end, j: j})
 }

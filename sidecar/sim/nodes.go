@@ -16,32 +16,30 @@ func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 // setRange sets the n nodes from first on.
 func (b bitset) setRange(first, n int) {
 	for n > 0 {
-		w, o := first/64, first%64
-		k := min(n, 64-o)
+		w, o := uint(first)/64, uint(first)%64
+		k := min(uint(n), 64-o)
 		b[w] |= rangeMask(o, k)
-		first += k
-		n -= k
+		first += int(k)
+		n -= int(k)
 	}
 }
 
 // clearRange clears the n nodes from first on.
 func (b bitset) clearRange(first, n int) {
 	for n > 0 {
-		w, o := first/64, first%64
-		k := min(n, 64-o)
+		w, o := uint(first)/64, uint(first)%64
+		k := min(uint(n), 64-o)
 		b[w] &^= rangeMask(o, k)
-		first += k
-		n -= k
+		first += int(k)
+		n -= int(k)
 	}
 }
 
-// rangeMask has bits o..o+k-1 set; 0 < k <= 64-o.
-func rangeMask(o, k int) uint64 {
-	if k == 64 {
-		return ^uint64(0)
-	}
-	return (1<<uint(k) - 1) << uint(o)
-}
+// rangeMask has bits o..o+k-1 set; 0 < k <= 64-o. Masking the shift
+// counts to 0..63, which they are, spares the compiler's tests for larger
+// ones; the indices above are unsigned for the same reason: first is
+// never negative.
+func rangeMask(o, k uint) uint64 { return ^uint64(0) >> ((64 - k) & 63) << (o & 63) }
 
 // setAnd makes b the nodes in both x and y.
 func (b bitset) setAnd(x, y bitset) {
@@ -130,13 +128,13 @@ func (b bitset) addSpans(spans []span, mask bitset) int {
 	for _, sp := range spans {
 		first, n := int(sp.first), int(sp.n)
 		for n > 0 {
-			w, o := first/64, first%64
-			k := min(n, 64-o)
+			w, o := uint(first)/64, uint(first)%64
+			k := min(uint(n), 64-o)
 			m := rangeMask(o, k) & mask[w] &^ b[w]
 			b[w] |= m
 			added += bits.OnesCount64(m)
-			first += k
-			n -= k
+			first += int(k)
+			n -= int(k)
 		}
 	}
 	return added

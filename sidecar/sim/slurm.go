@@ -64,6 +64,10 @@ func (p SlurmParams) resolve() (SlurmParams, error) {
 type slot struct {
 	t     time.Duration
 	avail bitset
+	// ended is how many running jobs a try that moves on at t counts
+	// (endBy), -1 until a try needs it: the tests of a pass look at the
+	// same boundaries again and again.
+	ended int
 }
 
 // slurmLike is Slurm 22.05's main scheduler and sched/backfill on a
@@ -122,14 +126,18 @@ type slurmLike struct {
 	cand      bitset // of those, free at the will-run time
 	pick      []span // the nodes the last willRun chose
 	pickSet   bitset
+	over      bitset // nodes free of reservations over a reservation's window
 
 	// freed[k] (words k*w..k*w+w-1, w the bitset's length) is the idle
 	// nodes plus those of running[0..k]: what is free once the first k+1
 	// running jobs have ended. Rows are added as willRun needs them and
-	// dropped (nFreed = 0) whenever idle or running may have changed: at
-	// the start of a pass and after a start in it.
+	// dropped (nFreed = 0) when idle or running changed (moved: a start,
+	// an end or a shrink), at the next pass or, after a start in a pass,
+	// at once (which also drops the stretches' ended). A pass after only
+	// submissions uses the rows of the last.
 	freed  []uint64
 	nFreed int
+	moved  bool
 }
 
 func newSlurmLike(size int, p SlurmParams) *slurmLike {
@@ -141,13 +149,14 @@ func newSlurmLike(size int, p SlurmParams) *slurmLike {
 		avail:       newBitset(size),
 		cand:        newBitset(size),
 		pickSet:     newBitset(size),
+		over:        newBitset(size),
 	}
 	b.all.setRange(0, size)
 	return b
 }
 
 func (b *slurmLike) arrived(s *State, _ *job) { b.touch(s.now); b.asked = true }
-func (b *slurmLike) ended(s *State, _ *job)   { b.touch(s.now); b.asked = true }
+func (b *slurmLike) ended(s *State, _ *job)   { b.touch(s.now); b.asked, b.moved = true, true }
 
 // touch notes a change of jobs or nodes at t: work for the backfill
 // scheduler.
@@ -221,7 +230,9 @@ func (b *slurmLike) backfill(s *State) {
 		}
 	}()
 	b.resetPlan(s.now)
-	b.nFreed = 0
+	if b.moved {
+		b.nFreed, b.moved = 0, false
+	}
 	tested := 0
 	for _, j := range s.queue {
 		if j.began {
@@ -270,12 +281,24 @@ func (b *slurmLike) test(s *State, j *job) bool {
 	for range 2*(len(b.slots)+len(s.running)) + 4 {
 		// A start after by is tried again from by, at stretch next (if
 		// there is a next try: next > 0).
-		next := b.window(from, startRes, addSat(startRes, lim))
-		by := time.Duration(math.MaxInt64)
+		end := addSat(startRes, lim)
+		next, rest := b.window(from, startRes, end)
+		by, m := time.Duration(math.MaxInt64), len(s.running)
 		if next > 0 {
-			by = b.slots[next].t
+			sl := &b.slots[next]
+			if sl.ended < 0 {
+				sl.ended = b.endBy(s, sl.t)
+			}
+			by, m = sl.t, sl.ended
+			// Most tries that move on already fail on the stretches before
+			// next: skip the rest of the window.
+			if b.tooFew(s, j.nodes, m) {
+				startRes, from = by, next
+				continue
+			}
 		}
-		t, ok := b.willRun(s, j.nodes, by)
+		past := b.windowRest(rest, end)
+		t, ok := b.willRun(s, j.nodes, m)
 		if !ok {
 			if next == 0 {
 				return false
@@ -287,7 +310,10 @@ func (b *slurmLike) test(s *State, j *job) bool {
 		if t <= now {
 			b.pickNodes(s, j.nodes)
 			s.startOn(j, slices.Clone(b.pick))
-			b.nFreed = 0
+			b.nFreed, b.moved = 0, false
+			for i := range b.slots {
+				b.slots[i].ended = -1
+			}
 			return true
 		}
 		if next > 0 && t > by { // only where willRun could not cut at by
@@ -301,12 +327,24 @@ func (b *slurmLike) test(s *State, j *job) bool {
 			b.addPlan(j, t, nil) // shown, but nothing is reserved
 			return false
 		}
-		b.pickNodes(s, j.nodes)
 		st, en := floorTo(t, res), floorTo(addSat(t, lim), res)
 		// Stretch from begins on a multiple of res, at or before startRes
 		// <= t: at or before st.
 		at := b.slotAt(from, st)
-		if b.overlaps(at, st, en) {
+		// The nodes best fit picks from b.cand must be free of reservations
+		// over [st, en) too (backfill.c's _test_resv_overlap): the will-run
+		// test looked at the reservations around the tested start, not
+		// around the job's own. The candidates are free over the stretches
+		// of the tested window, before past: only those after it can
+		// overlap. Most overlaps are certain before the pick: too few
+		// candidates are free there.
+		some := b.unreserved(max(at, past), st, en)
+		overlap := some && b.cand.andCount(b.over) < j.nodes
+		if !overlap {
+			b.pickNodes(s, j.nodes)
+			overlap = some && !b.pickSet.subsetOf(b.over)
+		}
+		if overlap {
 			if startRes == t {
 				t += res
 			}
@@ -351,7 +389,7 @@ func (b *slurmLike) resetPlan(now time.Duration) {
 	}
 	res := b.p.BFResolution
 	b.windowEnd = floorTo(now+b.p.BFWindow, res)
-	b.slots = append(b.slots[:0], slot{t: floorTo(now, res), avail: b.newSet(b.all)})
+	b.slots = append(b.slots[:0], slot{t: floorTo(now, res), avail: b.newSet(b.all), ended: -1})
 }
 
 func (b *slurmLike) newSet(from bitset) bitset {
@@ -378,54 +416,65 @@ func (b *slurmLike) slotEnd(i int) time.Duration {
 // the next try begins if the job cannot start by the end of the first
 // stretch, 0 if none. Like backfill.c it skips a stretch boundary after
 // which no node comes free.
-func (b *slurmLike) window(from int, start, end time.Duration) (next int) {
+//
+// It stops at that boundary: b.avail then holds only the stretches before
+// rest, and windowRest(rest, end) adds the others. A try that cannot
+// start with those nodes (tooFew) moves on without them.
+func (b *slurmLike) window(from int, start, end time.Duration) (next, rest int) {
 	// Locals, not fields: the stores into avail would make the compiler
 	// load b.avail and b.slots again for every stretch.
 	avail, slots := b.avail, b.slots
-	avail.copyFrom(b.all)
 	if b.slotEnd(from) <= start {
-		return 0 // start lies at or past the window's end
+		avail.copyFrom(b.all)
+		return 0, len(slots) // start lies at or past the window's end
 	}
+	// Stretch from holds start: avail begins as its nodes. A later stretch
+	// within [start, end] joins avail once the boundary before it proved
+	// that no node comes free there; the first one after end only tells
+	// whether the next try begins after it. The last stretch is left to
+	// windowRest.
+	avail.copyFrom(slots[from].avail)
 	i := from
-	for ; i+1 < len(slots); i++ {
-		// A stretch within [start, end] joins avail before the test; one
-		// after end only tells whether the next try begins after it.
+	for i+1 < len(slots) {
+		if !slots[i+1].avail.subsetOf(avail) {
+			return i + 1, i + 1 // the first boundary after which a node comes free
+		}
+		i++
+		if i+1 == len(slots) {
+			break
+		}
 		sl := &slots[i]
 		if sl.t > end {
 			if !slots[i+1].avail.subsetOfBoth(avail, sl.avail) {
-				return i + 1
+				return i + 1, i
 			}
-			return 0
+			return 0, i
 		}
 		avail.and(sl.avail)
-		if !slots[i+1].avail.subsetOf(avail) {
-			next = i + 1 // the first boundary after which a node comes free
-			i++
-			break
-		}
 	}
+	return 0, i
+}
+
+// windowRest adds to b.avail the stretches from rest on that begin by end.
+// It returns the first stretch after them: b.avail is then the nodes free
+// over every stretch from window's from to there (or, if start lay past
+// the plan's end, all nodes, and there is no stretch to reserve).
+func (b *slurmLike) windowRest(rest int, end time.Duration) (past int) {
+	avail, slots := b.avail, b.slots
+	i := rest
 	for ; i < len(slots) && slots[i].t <= end; i++ {
 		avail.and(slots[i].avail)
 	}
-	return next
+	return i
 }
 
-// willRun is select/linear's will-run test on b.avail: the job starts now
-// if enough of those nodes are idle, else when enough running jobs have
-// ended, taken by their planned ends (a job past its end but not yet
-// killed ends a second from now). It leaves the nodes free by then in
-// b.cand, for pickNodes. It reports false if the job cannot start, or
-// not by `by`: test tries a start after by from by on, so only the jobs
-// that end by then need counting. (It only cuts at by a second or more
-// from now: before that, those jobs need not be the first of s.running.)
-func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, bool) {
-	avail := b.avail
-	if avail.andCount(s.idle) >= n {
-		b.cand.setAnd(s.idle, avail)
-		return s.now, true
-	}
-	m := len(s.running) // the running jobs to count
-	if by < math.MaxInt64 && by >= s.now+time.Second {
+// endBy is how many running jobs willRun counts for a try that moves on
+// if the job cannot start by `by`: those that end by then. (It only cuts
+// at by a second or more from now: before that, the jobs past their end
+// need not be the first of s.running.)
+func (b *slurmLike) endBy(s *State, by time.Duration) int {
+	m := len(s.running)
+	if by >= s.now+time.Second {
 		lo, hi := 0, m // the first to end after by
 		for lo < hi {
 			if mid := int(uint(lo+hi) >> 1); s.running[mid].estEnd <= by {
@@ -435,6 +484,35 @@ func (b *slurmLike) willRun(s *State, n int, by time.Duration) (time.Duration, b
 			}
 		}
 		m = lo
+	}
+	return m
+}
+
+// tooFew reports whether b.avail holds fewer than n nodes that are idle or
+// freed by the first m running jobs, where willRun would know it. It may
+// report false when the job cannot run: only the rows of b.freed built so
+// far are looked at.
+func (b *slurmLike) tooFew(s *State, n, m int) bool {
+	if m == 0 {
+		return b.avail.andCount(s.idle) < n
+	}
+	w := len(b.avail)
+	return m <= b.nFreed && b.avail.andCount(b.freed[(m-1)*w:]) < n
+}
+
+// willRun is select/linear's will-run test on b.avail: the job starts now
+// if enough of those nodes are idle, else when enough running jobs have
+// ended, taken by their planned ends (a job past its end but not yet
+// killed ends a second from now). It leaves the nodes free by then in
+// b.cand, for pickNodes. It counts only the first m running jobs (endBy)
+// and reports false if the job cannot start by the last one's end.
+func (b *slurmLike) willRun(s *State, n, m int) (time.Duration, bool) {
+	avail := b.avail
+	// On a busy machine most jobs wait: the idle count tells without a
+	// look at the nodes.
+	if s.free >= n && avail.andCount(s.idle) >= n {
+		b.cand.setAnd(s.idle, avail)
+		return s.now, true
 	}
 	// The count of freed nodes in avail grows with k: find the first k < m
 	// at which it reaches n, first at the rows already built, then
@@ -512,18 +590,23 @@ func (b *slurmLike) addFreed(s *State) {
 	b.nFreed++
 }
 
-// overlaps reports whether the picked nodes are reserved anywhere in
-// [st, en) (backfill.c's _test_resv_overlap): the will-run test looked at
-// the reservations around the tested start, not around the job's own.
-// Stretch at holds st.
-func (b *slurmLike) overlaps(at int, st, en time.Duration) bool {
-	slots, pick := b.slots, b.pickSet
-	for i := at; i < len(slots) && slots[i].t < en; i++ {
-		if b.slotEnd(i) > st && !pick.subsetOf(slots[i].avail) {
-			return true
+// unreserved sets b.over to the nodes free of reservations over the
+// stretches from `from` on that overlap [st, en), and reports whether
+// there are some (most reservations end within the tested window).
+func (b *slurmLike) unreserved(from int, st, en time.Duration) (some bool) {
+	slots, over := b.slots, b.over
+	for i := from; i < len(slots) && slots[i].t < en; i++ {
+		if b.slotEnd(i) <= st {
+			continue
+		}
+		if some {
+			over.and(slots[i].avail)
+		} else {
+			over.copyFrom(slots[i].avail)
+			some = true
 		}
 	}
-	return false
+	return some
 }
 
 // reserve takes the picked nodes out of the plan over [st, en), clipped to
@@ -550,7 +633,11 @@ func (b *slurmLike) split(from int, t time.Duration) int {
 	if b.slots[i].t == t {
 		return i
 	}
-	b.slots = slices.Insert(b.slots, i+1, slot{t: t, avail: b.newSet(b.slots[i].avail)})
+	// By hand: slices.Insert's general path costs a third more here.
+	avail := b.newSet(b.slots[i].avail)
+	b.slots = append(b.slots, slot{})
+	copy(b.slots[i+2:], b.slots[i+1:])
+	b.slots[i+1] = slot{t: t, avail: avail, ended: -1}
 	return i + 1
 }
 
