@@ -113,9 +113,11 @@ type Job struct {
 	SchedNodes []string // nodes the backfill scheduler planned for a pending job
 	// NodeIdx, if its producer sets it, is Nodes (a job that holds them)
 	// or SchedNodes (a pending job) as indices into the snapshot's Nodes,
-	// -1 for a name not there: readers then need not look the names up.
-	// The simulator, which keeps nodes as numbers, sets it; Slurm's
-	// parsers leave it nil.
+	// -1 for a name not there: readers then need not look the names up,
+	// and trust it, so a producer that sets it keeps it in step with both
+	// lists. The simulator, which keeps nodes as numbers, sets it (its
+	// TestCachedSnapshot checks it against the names at every pass);
+	// Slurm's parsers leave it nil.
 	NodeIdx   []int
 	TimeLimit time.Duration // Unlimited for no limit; 0 when not set
 	Submit    time.Time

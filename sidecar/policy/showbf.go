@@ -221,30 +221,14 @@ func (nn *nodeNames) get(name string) (int, bool) {
 }
 
 // appendIdx appends the index of each name of a host list (get), -1
-// for a name no node has. Lists run in spans of consecutive nodes
-// (c[1-32]), and a caller may share its strings with the nodes' names
-// (the simulator does): a name that is the next node's name string
-// itself is that node, the names being distinct, with no parsing.
+// for a name no node has.
 func (nn *nodeNames) appendIdx(dst []int, list []string) []int {
-	n := len(dst)
-	dst = slices.Grow(dst, len(list))[:n+len(list)]
-	out := dst[n:] // filled by index: no call in the span's loop
-	for m := 0; m < len(list); {
-		i, ok := nn.get(list[m])
+	for _, name := range list {
+		i, ok := nn.get(name)
 		if !ok {
 			i = -1
 		}
-		out[m] = i
-		m++
-		if i < 0 || !nn.dense {
-			continue
-		}
-		// The span that follows, for as long as the names are the
-		// nodes' own strings.
-		for nodes := nn.s.Nodes; m < len(list) && i+1 < len(nodes) && sameMemoryString(list[m], nodes[i+1].Name); m++ {
-			i++
-			out[m] = i
-		}
+		dst = append(dst, i)
 	}
 	return dst
 }
