@@ -266,7 +266,6 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 		nextID = max(nextID, j.ID)
 	}
 	d.nextPilot = max(nextID+1, 1_000_000, markerBase+len(w.Jobs)+1)
-	d.firstPilot = d.nextPilot
 	mode := policy.Fair
 	switch cfg.Mode {
 	case ScavengerMode:
@@ -446,7 +445,7 @@ type pilot struct {
 	retiring  bool
 	leaving   bool // cancelled: ends at eng.end
 	cause     string
-	run       PilotRun
+	run       *PilotRun // its record in runs, from its submission on
 	// The policy's instants of submitted, eng.start and eng.estEnd (which
 	// do not change), and of w.tEnd, kept while it stays the same (state).
 	subAt, startAt, endAt time.Time
@@ -487,8 +486,6 @@ type driver struct {
 	nextRound time.Duration
 	misses    int
 	started   bool
-	// firstPilot is the first pilot's ID: they are numbered on from it.
-	firstPilot int
 
 	// Pilots that went are used again for new ones (a pilot is a
 	// kilobyte, KTH-SP2 has 160,000): gone since the last snapshot, free
@@ -524,7 +521,7 @@ type driver struct {
 	hold        policy.Hold
 
 	tasks blocks[TaskRun]  // ElasticResult.Tasks
-	runs  blocks[PilotRun] // ElasticResult.Pilots
+	runs  blocks[PilotRun] // ElasticResult.Pilots: each pilot's from its submission, in ID order
 
 	snapCache snapCache
 	stJobs    []policy.ElasticJob
@@ -880,7 +877,6 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	d.anyGone, d.sigDirty, d.moved = true, true, true
 	p.run.End = t
 	p.run.EndCause = p.cause
-	d.runs.add(p.run)
 }
 
 // round is one scheduling cycle: pilots submitted last cycle start if
@@ -1172,7 +1168,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 			subAt: simEpoch.Add(now)}
 		d.nextPilot++
 		d.pending++
-		p.run = PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now}
+		p.run = d.runs.add(PilotRun{ID: p.id, Job: ej.id, Node: node, Submit: now, Limit: a.TimeLimit, End: now})
 		d.pilots = append(d.pilots, p)
 	case policy.CancelPilot, policy.RetirePilot:
 		p := d.findPilot(a.Pilot)
@@ -1184,7 +1180,6 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 			d.pending--
 			d.anyGone = true
 			p.run.End, p.run.EndCause = now, p.cause
-			d.runs.add(p.run)
 			d.pilots = slices.DeleteFunc(d.pilots, func(q *pilot) bool { return q == p })
 			d.gone = append(d.gone, p)
 			return
@@ -1295,7 +1290,6 @@ func (d *driver) finish() {
 	for _, p := range d.pilots {
 		if p.state != pGone {
 			p.run.EndCause = "still running at the end"
-			d.runs.add(p.run)
 		}
 	}
 	if b := d.backlog; b != nil {
@@ -1322,16 +1316,7 @@ func (d *driver) finish() {
 		}
 		d.res.Cal = append(d.res.Cal, c)
 	}
-	// Every pilot left one record: each goes to its place in ID order.
-	if n := d.nextPilot - d.firstPilot; n != d.runs.n {
-		panic(fmt.Sprintf("sim: %d pilots left %d records", n, d.runs.n))
-	}
-	if d.runs.n > 0 {
-		d.res.Pilots = make([]PilotRun, d.runs.n)
-		for r := range d.runs.each {
-			d.res.Pilots[r.ID-d.firstPilot] = *r
-		}
-	}
+	d.res.Pilots = d.runs.all()
 }
 
 // blocks collects records in blocks that never move: a pointer to one stays
@@ -1366,19 +1351,4 @@ func (b *blocks[T]) all() []T {
 		out = append(out, f...)
 	}
 	return append(out, b.last...)
-}
-
-// each yields every record in order.
-func (b *blocks[T]) each(yield func(*T) bool) {
-	for k := range len(b.full) + 1 {
-		f := b.last
-		if k < len(b.full) {
-			f = b.full[k]
-		}
-		for i := range f {
-			if !yield(&f[i]) {
-				return
-			}
-		}
-	}
 }
