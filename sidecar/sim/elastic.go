@@ -441,6 +441,7 @@ type pilot struct {
 	submitted time.Duration
 	limit     time.Duration
 	eng       *job // &job once it runs
+	tasks     int  // tasks it completed (its record's, once it ends)
 	w         worker
 	retiring  bool
 	leaving   bool // cancelled: ends at eng.end
@@ -492,6 +493,11 @@ type driver struct {
 	// once a snapshot without them was taken (the cached snapshot knows
 	// the lines of the jobs that ran in the last one).
 	gone, free []*pilot
+	// mem holds the pilots side by side: allocated one by one, each
+	// would start at a multiple of 1024 bytes (its size class), and
+	// their fields that the driver's loops read would share a few sets
+	// of the L1 cache (measured: 2.5 times as many misses in catchUp).
+	mem blocks[pilot]
 
 	// What settle found: the earliest task end (of a pilot's: pilotTask)
 	// and running pilot's end, when something the driver follows comes
@@ -802,7 +808,7 @@ func (d *driver) complete(w *worker) {
 			w.rec = d.tasks.add(TaskRun{Job: ej.id, Task: w.task, Node: w.node, Start: w.tStart, End: w.tEnd, Pilot: true, Completed: true, Count: 1})
 		}
 		ej.running--
-		w.pilot.run.Tasks++
+		w.pilot.tasks++
 		w.task = -1
 		return
 	}
@@ -811,7 +817,7 @@ func (d *driver) complete(w *worker) {
 	ej.running--
 	ej.left--
 	if w.pilot != nil {
-		w.pilot.run.Tasks++
+		w.pilot.tasks++
 	}
 	if ej.left == 0 {
 		ej.done, ej.finish = true, w.tEnd
@@ -875,8 +881,7 @@ func (d *driver) pilotGone(p *pilot, t time.Duration) {
 	d.stopWorker(&p.w, t)
 	p.state = pGone
 	d.anyGone, d.sigDirty, d.moved = true, true, true
-	p.run.End = t
-	p.run.EndCause = p.cause
+	p.run.End, p.run.EndCause, p.run.Tasks = t, p.cause, p.tasks
 }
 
 // round is one scheduling cycle: pilots submitted last cycle start if
@@ -1162,7 +1167,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		if n := len(d.free); n > 0 {
 			p, d.free = d.free[n-1], d.free[:n-1]
 		} else {
-			p = new(pilot)
+			p = d.mem.add(pilot{})
 		}
 		*p = pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
 			subAt: simEpoch.Add(now)}
@@ -1289,7 +1294,7 @@ func (d *driver) finish() {
 	d.res.Tasks = d.tasks.all()
 	for _, p := range d.pilots {
 		if p.state != pGone {
-			p.run.EndCause = "still running at the end"
+			p.run.EndCause, p.run.Tasks = "still running at the end", p.tasks
 		}
 	}
 	if b := d.backlog; b != nil {
