@@ -451,11 +451,36 @@ type pilot struct {
 	// do not change), and of w.tEnd, kept while it stays the same (state).
 	subAt, startAt, endAt time.Time
 	taskEndT              instant
+	// What its entry in the last policy.State written from it shows
+	// (state).
+	shown pilotView
 	// Its engine job and that job's snapshot line, kept here: one
 	// allocation per pilot.
 	job   job
 	line  jobLine
 	alloc [1]span
+}
+
+// pilotView is what a pilot's entry in the policy's state shows that may
+// change: the rest (its ID, submission, node, start and end) is fixed
+// once it runs, or by its ID while it waits.
+type pilotView struct {
+	id                      int
+	state                   pilotState
+	serves                  *ejob
+	retiring, leaving, busy bool
+	taskEnd                 time.Duration
+}
+
+func (p *pilot) view() pilotView {
+	v := pilotView{id: p.id, state: p.state, serves: p.ej, retiring: p.retiring, leaving: p.leaving}
+	if p.next != nil {
+		v.serves = p.next
+	}
+	if p.state == pRunning && p.w.task >= 0 {
+		v.busy, v.taskEnd = true, p.w.tEnd
+	}
+	return v
 }
 
 // instant is simEpoch.Add(d) for the last d asked.
@@ -532,6 +557,7 @@ type driver struct {
 	snapCache snapCache
 	stJobs    []policy.ElasticJob
 	stPilots  []policy.Pilot
+	stFor     []*pilot // the pilots whose entries stPilots has
 }
 
 // markerBase is the first job ID of the scavenger and thesis modes'
@@ -951,7 +977,7 @@ func (d *driver) round(now time.Duration, s *State) (changed bool) {
 // policy. Its slices are reused by the next one.
 func (d *driver) state(now time.Duration) policy.State {
 	st := policy.State{BFInterval: d.cycle, PendingMisses: d.misses, Started: d.started,
-		Jobs: d.stJobs[:0], Pilots: d.stPilots[:0]}
+		Jobs: d.stJobs[:0], Pilots: d.stPilots}
 	defer func() { d.stJobs, d.stPilots = st.Jobs, st.Pilots }()
 	for _, ej := range d.driven {
 		if ej.submit > now || ej.done {
@@ -973,7 +999,18 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		st.Jobs = append(st.Jobs, e)
 	}
-	for _, p := range d.pilots {
+	// Each pilot's entry is written again only if it moved or changed.
+	n := len(d.pilots)
+	if cap(st.Pilots) < n {
+		st.Pilots = slices.Grow(st.Pilots, n-len(st.Pilots))
+	}
+	st.Pilots = st.Pilots[:n]
+	for i, p := range d.pilots {
+		v := p.view()
+		if i < len(d.stFor) && d.stFor[i] == p && p.shown == v {
+			continue // as the last state wrote it
+		}
+		p.shown = v
 		pp := policy.Pilot{ID: p.sid, Job: p.ej.key, Submitted: p.subAt, Retiring: p.retiring, Leaving: p.leaving}
 		if p.next != nil {
 			pp.Job = p.next.key
@@ -992,8 +1029,9 @@ func (d *driver) state(now time.Duration) policy.State {
 				pp.TaskEnd = p.taskEndT.at(p.w.tEnd)
 			}
 		}
-		st.Pilots = append(st.Pilots, pp)
+		st.Pilots[i] = pp
 	}
+	d.stFor = append(d.stFor[:0], d.pilots...)
 	return st
 }
 
