@@ -432,28 +432,32 @@ const (
 )
 
 type pilot struct {
-	id        int
+	// First, together (a few cache lines), what the loops over the
+	// pilots in every pass (catchUp, settle) and round (signature,
+	// state) read.
+	state    pilotState
+	eng      *job // &job once it runs
+	w        worker
+	retiring bool
+	leaving  bool // cancelled: ends at eng.end
+	id       int
+	ej       *ejob
+	next     *ejob // moved (policy.MovePilot): serves it once its task ends
+	// What its entry in the last policy.State written from it shows
+	// (state).
+	shown pilotView
+
 	sid       string // id as the policy knows it
-	ej        *ejob
-	next      *ejob // moved (policy.MovePilot): serves it once its task ends
-	node      int   // -1: unpinned
-	state     pilotState
+	node      int    // -1: unpinned
 	submitted time.Duration
 	limit     time.Duration
-	eng       *job // &job once it runs
-	tasks     int  // tasks it completed (its record's, once it ends)
-	w         worker
-	retiring  bool
-	leaving   bool // cancelled: ends at eng.end
+	tasks     int // tasks it completed (its record's, once it ends)
 	cause     string
 	run       *PilotRun // its record in runs, from its submission on
 	// The policy's instants of submitted, eng.start and eng.estEnd (which
 	// do not change), and of w.tEnd, kept while it stays the same (state).
 	subAt, startAt, endAt time.Time
 	taskEndT              instant
-	// What its entry in the last policy.State written from it shows
-	// (state).
-	shown pilotView
 	// Its engine job and that job's snapshot line, kept here: one
 	// allocation per pilot.
 	job   job
