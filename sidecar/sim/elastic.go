@@ -432,6 +432,17 @@ const (
 )
 
 type pilot struct {
+	pilotCore
+	// Its engine job and that job's snapshot line, kept here (one
+	// allocation per pilot): written whole when it starts, and so not
+	// reset with pilotCore when a pilot is used again.
+	job   job
+	line  jobLine
+	alloc [1]span
+}
+
+// pilotCore is what a pilot is given at its submission.
+type pilotCore struct {
 	// First, together (a few cache lines), what the loops over the
 	// pilots in every pass (catchUp, settle) and round (signature,
 	// state) read.
@@ -458,11 +469,6 @@ type pilot struct {
 	// do not change), and of w.tEnd, kept while it stays the same (state).
 	subAt, startAt, endAt time.Time
 	taskEndT              instant
-	// Its engine job and that job's snapshot line, kept here: one
-	// allocation per pilot.
-	job   job
-	line  jobLine
-	alloc [1]span
 }
 
 // pilotView is what a pilot's entry in the policy's state shows that may
@@ -1211,7 +1217,7 @@ func (d *driver) apply(a policy.Action, now time.Duration, s *State) {
 		} else {
 			p = d.mem.add(pilot{})
 		}
-		*p = pilot{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
+		p.pilotCore = pilotCore{id: d.nextPilot, sid: strconv.Itoa(d.nextPilot), ej: ej, node: node, submitted: now, limit: a.TimeLimit,
 			subAt: simEpoch.Add(now)}
 		d.nextPilot++
 		d.pending++
