@@ -1053,10 +1053,12 @@ func (d *driver) snapshot(s *State) *cluster.Snapshot {
 	d.free = append(d.free, d.gone...)
 	clear(d.gone)
 	d.gone = d.gone[:0]
-	for _, p := range d.pilots {
+	for i, left := 0, d.pending; left > 0; i++ { // most rounds have none
+		p := d.pilots[i]
 		if p.state != pPending {
 			continue
 		}
+		left--
 		snap.Jobs = append(snap.Jobs, p.jobLine())
 		cj := &snap.Jobs[len(snap.Jobs)-1]
 		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", "Priority"
