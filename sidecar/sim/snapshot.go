@@ -54,25 +54,32 @@ type snapCache struct {
 	config cluster.SchedConfig
 	// idle and planned are the node states that nodes shows.
 	idle, planned bitset
-	// rows[i] is the jobLine of the running job that jobs[i] shows, nil
-	// for a pending job: a running job's line changes only with its
-	// jobLine (new when its nodes change), so it is not written again
-	// while it stays at its place.
+	// rows[i] is the jobLine that jobs[i] shows, which is not written
+	// again while it stays at its place and shows the same: a running
+	// job's line changes only with its jobLine (new when its nodes
+	// change), a pending one's with its reason and plan (shows).
 	rows []*jobLine
 }
 
-// jobLine is a job's cached snapshot line: what running and pending share,
-// its nodes once it runs, and its last planned nodes (planBuf: the array
-// of their names, unless they are one run).
+// jobLine is a job's cached snapshot line: what running and pending share
+// while it waits, its whole line once it runs (a job does not go back to
+// the queue), and its last planned nodes (planBuf: the array of their
+// names, unless they are one run).
 type jobLine struct {
 	base      cluster.Job
-	nodes     []string
-	nodeIdx   []int
+	running   bool // base is the running line
 	planSpans []span
 	planHosts []string
 	planBuf   []string
 	planIdx   []int // planHosts as indices (planIdxB: their array)
 	planIdxB  []int
+	// The last planned start and the line's Start and End for it.
+	planAt             time.Duration
+	planStart, planEnd time.Time
+	planTimed          bool
+	// What the last pending line written showed: the first pending
+	// job's reason, a plan (the last one).
+	first, planned bool
 }
 
 func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
@@ -164,60 +171,55 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 			continue
 		}
 		l := s.line(j, at)
-		if i < len(c.rows) && c.rows[i] == l {
+		switch {
+		case !l.running: // started since the last snapshot
+			l.running = true
+			s.running1(&l.base, j, at)
+			l.base.Nodes, l.base.NodeIdx = expand(j.alloc, names, nil), expand(j.alloc, idx, nil)
+		case i < len(c.rows) && c.rows[i] == l:
 			snap.Jobs = snap.Jobs[:i+1] // as the last snapshot wrote it
 			continue
 		}
-		if l.nodes == nil {
-			l.nodes, l.nodeIdx = expand(j.alloc, names, nil), expand(j.alloc, idx, nil)
-		}
 		snap.Jobs = append(snap.Jobs, l.base)
-		cj := &snap.Jobs[i]
-		s.running1(cj, j, at)
-		cj.Nodes, cj.NodeIdx = l.nodes, l.nodeIdx
 		c.setRow(i, l)
 	}
-	reason := "Resources" // the first pending job waits for nodes, the rest behind it
+	pend := 0
 	for _, j := range s.queue {
 		if j.began {
 			continue
 		}
-		var l *jobLine
-		if c != nil {
-			l = s.line(j, at)
-			c.setRow(len(snap.Jobs), nil)
-			snap.Jobs = append(snap.Jobs, l.base)
-		} else {
-			snap.Jobs = append(snap.Jobs, s.snapJob(j, at))
-		}
-		cj := &snap.Jobs[len(snap.Jobs)-1]
-		cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", reason
-		reason = "Priority"
+		first := pend == 0 // waits for nodes, the rest behind it
+		pend++
+		var e planEntry
+		planned := false
 		if s.bf != nil {
-			if e, ok := s.bf.planOf(j); ok {
-				cj.Start = at(e.start)
-				if j.est != workload.Unlimited {
-					cj.End = at(addSat(e.start, j.est))
-				}
-				plan := e.nodes
-				switch {
-				case l == nil:
-					cj.SchedNodes, cj.NodeIdx = hostNames(plan), expand(plan, idx, nil)
-				case l.planHosts != nil && slices.Equal(l.planSpans, plan):
-					cj.SchedNodes, cj.NodeIdx = l.planHosts, l.planIdx
-				default:
-					// The last list is written over: the snapshot that
-					// showed it is no longer valid.
-					l.planSpans = append(l.planSpans[:0], plan...)
-					l.planHosts = expand(plan, names, l.planBuf[:0])
-					l.planIdx = expand(plan, idx, l.planIdxB[:0])
-					if len(plan) > 1 {
-						l.planBuf, l.planIdxB = l.planHosts, l.planIdx
-					}
-					cj.SchedNodes, cj.NodeIdx = l.planHosts, l.planIdx
-				}
-			}
+			e, planned = s.bf.planOf(j)
 		}
+		i := len(snap.Jobs)
+		if c == nil {
+			snap.Jobs = append(snap.Jobs, s.snapJob(j, at))
+			cj := &snap.Jobs[i]
+			pending1(cj, first)
+			if planned {
+				cj.Start, cj.End = planTimes(j, e.start, at)
+				cj.SchedNodes, cj.NodeIdx = hostNames(e.nodes), expand(e.nodes, idx, nil)
+			}
+			continue
+		}
+		l := s.line(j, at)
+		if i < len(c.rows) && c.rows[i] == l && l.shows(first, e, planned) {
+			snap.Jobs = snap.Jobs[:i+1] // as the last snapshot wrote it
+			continue
+		}
+		snap.Jobs = append(snap.Jobs, l.base)
+		cj := &snap.Jobs[i]
+		pending1(cj, first)
+		if planned {
+			l.plan(e, j, names, idx, at)
+			cj.Start, cj.End, cj.SchedNodes, cj.NodeIdx = l.planStart, l.planEnd, l.planHosts, l.planIdx
+		}
+		l.first, l.planned = first, planned
+		c.setRow(i, l)
 	}
 	if c != nil {
 		c.jobs = snap.Jobs
@@ -226,7 +228,7 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	return snap
 }
 
-// setRow notes which running job's line jobs[i] shows (nil: none).
+// setRow notes which job's line jobs[i] shows.
 func (c *snapCache) setRow(i int, l *jobLine) {
 	if i < len(c.rows) {
 		c.rows[i] = l
@@ -277,6 +279,49 @@ func (s *State) running1(cj *cluster.Job, j *job, at func(time.Duration) time.Ti
 	if j.est != workload.Unlimited {
 		cj.End = at(j.estEnd)
 	}
+}
+
+// pending1 fills in a pending job's line.
+func pending1(cj *cluster.Job, first bool) {
+	cj.State, cj.RawState, cj.Reason = cluster.JobPending, "PENDING", "Priority"
+	if first {
+		cj.Reason = "Resources"
+	}
+}
+
+// planTimes are the Start and End a pending job planned to start at start
+// shows.
+func planTimes(j *job, start time.Duration, at func(time.Duration) time.Time) (time.Time, time.Time) {
+	if j.est == workload.Unlimited {
+		return at(start), time.Time{}
+	}
+	return at(start), at(addSat(start, j.est))
+}
+
+// plan brings l's plan to e: its times, and its nodes (the last list is
+// written over if they changed: the snapshot that showed it is no longer
+// valid).
+func (l *jobLine) plan(e planEntry, j *job, names []string, idx []int, at func(time.Duration) time.Time) {
+	if !l.planTimed || l.planAt != e.start {
+		l.planAt, l.planTimed = e.start, true
+		l.planStart, l.planEnd = planTimes(j, e.start, at)
+	}
+	if l.planHosts != nil && slices.Equal(l.planSpans, e.nodes) {
+		return
+	}
+	l.planSpans = append(l.planSpans[:0], e.nodes...)
+	l.planHosts = expand(e.nodes, names, l.planBuf[:0])
+	l.planIdx = expand(e.nodes, idx, l.planIdxB[:0])
+	if len(e.nodes) > 1 {
+		l.planBuf, l.planIdxB = l.planHosts, l.planIdx
+	}
+}
+
+// shows reports whether the pending line last written from l shows what
+// it would show now: the same reason and plan.
+func (l *jobLine) shows(first bool, e planEntry, planned bool) bool {
+	return l.first == first && l.planned == planned &&
+		(!planned || l.planAt == e.start && slices.Equal(l.planSpans, e.nodes))
 }
 
 // line is j's cached snapshot line.
