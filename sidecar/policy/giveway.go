@@ -677,12 +677,12 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		}
 		// A higher-priority job planned there before j: j waits for it
 		// too. (A lower one's reservation cannot delay j.)
-		if wi := d.wAt[i]; wi >= 0 && !d.win.Nodes[wi].Until.IsZero() {
-			w := &d.win.Nodes[wi]
-			until := mtime{t: ns(w.Until), mv: d.sc.nodes[i].claimMoves} // the EASY shadow's at now moves
-			cr := d.claimRank(wi)
+		// (The window's Until and ClaimedBy, as the scan kept them.)
+		if n := &d.sc.nodes[i]; d.wAt[i] >= 0 && n.claimNs != neverNs {
+			until := mtime{t: n.claimNs, mv: n.claimMoves} // the EASY shadow's at now moves
+			cr := d.claimRank(d.wAt[i])
 			known := cr >= 0
-			if (!known || cr < r) && d.cmpM(until, start) < 0 && w.ClaimedBy != j.ID && !d.startedAt(w.ClaimedBy, cr) {
+			if (!known || cr < r) && d.cmpM(until, start) < 0 && n.claimBy != j.ID && !d.startedAt(n.claimBy, cr) {
 				if !known {
 					return
 				}
