@@ -864,6 +864,7 @@ type candidate struct {
 	i      int
 	window time.Duration
 	w      *NodeWindow
+	moves  bool // winMoves(w), for the sort
 }
 
 // submit sizes and submits pilots, jobs in FIFO order, within the caps.
@@ -895,11 +896,12 @@ func (d *decider) submit() {
 	defer func() { sc.cands = cands[:0] }()
 	for i := range d.s.Nodes {
 		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
-			cands = append(cands, candidate{i, d.win.Nodes[wi].FreeFor, &d.win.Nodes[wi]})
+			w := &d.win.Nodes[wi]
+			cands = append(cands, candidate{i, w.FreeFor, w, d.winMoves(w)})
 		}
 	}
 	byWindow := func(a, b candidate) int {
-		if c := d.cmpWin(b.w, a.w); c != 0 {
+		if c := d.cmpWinMoves(b.w, a.w, b.moves, a.moves); c != 0 {
 			return c
 		}
 		return d.names.cmp(a.i, b.i, nil)
@@ -917,7 +919,8 @@ func (d *decider) submit() {
 	if thesisTake {
 		for i := range d.s.Nodes {
 			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
-				tcands = append(tcands, candidate{i, d.win.Nodes[d.wAt[i]].FreeFor, &d.win.Nodes[d.wAt[i]]})
+				w := &d.win.Nodes[d.wAt[i]]
+				tcands = append(tcands, candidate{i, w.FreeFor, w, d.winMoves(w)})
 			}
 		}
 		slices.SortFunc(tcands, byWindow)

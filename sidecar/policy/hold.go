@@ -263,13 +263,8 @@ func (d *decider) winMoves(w *NodeWindow) bool {
 	return w.FreeFor > 0 && !w.Until.IsZero() && w.FreeFor == w.Until.Sub(d.now)
 }
 
-// cmpWin compares two windows' FreeFor, noting when a shrinking one
-// crosses a fixed one.
-func (d *decider) cmpWin(a, b *NodeWindow) int {
-	return d.cmpWinMoves(a, b, d.winMoves(a), d.winMoves(b))
-}
-
-// cmpWinMoves is cmpWin with winMoves of a and b.
+// cmpWinMoves compares two windows' FreeFor, noting when a shrinking one
+// crosses a fixed one; ma and mb are winMoves of a and b.
 func (d *decider) cmpWinMoves(a, b *NodeWindow, ma, mb bool) int {
 	if ma != mb {
 		m, k := a, b.FreeFor
