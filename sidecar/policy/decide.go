@@ -276,9 +276,10 @@ type decider struct {
 	nodeIdx map[string]int
 	names   nodeNames  // nodeIdx, faster
 	pkeys   []pilotKey // by pilot
-	win     Windows
+	win     Windows    // its Partition; Nodes is nil: a node's window is read by its index
 	winOK   bool
-	wAt     []int // node -> index in win.Nodes; -1 outside the pilot partition
+	wAt     []int           // node -> its place among the pilot partition's nodes; -1 outside it
+	freeFor []time.Duration // node -> its window's FreeFor (in the pilot partition)
 
 	pilotOn  []int  // node -> running pilot on it, -1
 	targeted []bool // node -> a pending pilot is pinned to it
@@ -452,20 +453,16 @@ func newDecider(s *cluster.Snapshot, st State, cfg Config, now time.Time, track 
 
 	w, err := backfillWindows(s, now, WindowOptions{Partition: cfg.PilotPartition}, d.h, &d.names, sc)
 	if err == nil {
-		d.win, d.winOK = w, true
+		d.win, d.winOK, d.freeFor = w, true, sc.freeFor
 		sc.wAt = reuse(sc.wAt, n)
 		d.wAt = sc.wAt
-		sc.wRank = reuse(sc.wRank, len(w.Nodes))
+		sc.wRank = reuse(sc.wRank, n)
 		sc.rankK = reuse(sc.rankK, len(s.Jobs))
 		for i := range d.wAt {
 			d.wAt[i] = -1
 		}
-		for wi := range w.Nodes {
-			if sc.winByIdx {
-				d.wAt[sc.ourIdx[wi]] = wi
-			} else if i, ok := d.names.get(w.Nodes[wi].Node); ok {
-				d.wAt[i] = wi
-			}
+		for k, i := range sc.ourIdx {
+			d.wAt[i] = k
 		}
 	}
 	return d
@@ -863,8 +860,7 @@ func (d *decider) runningBase(j *ElasticJob) int {
 type candidate struct {
 	i      int
 	window time.Duration
-	w      *NodeWindow
-	moves  bool // winMoves(w), for the sort
+	moves  bool // winMoves(i), for the sort
 }
 
 // submit sizes and submits pilots, jobs in FIFO order, within the caps.
@@ -895,13 +891,12 @@ func (d *decider) submit() {
 	cands := sc.cands[:0]
 	defer func() { sc.cands = cands[:0] }()
 	for i := range d.s.Nodes {
-		if wi := d.wAt[i]; wi >= 0 && d.win.Nodes[wi].FreeFor > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
-			w := &d.win.Nodes[wi]
-			cands = append(cands, candidate{i, w.FreeFor, w, d.winMoves(w)})
+		if d.wAt[i] >= 0 && d.freeFor[i] > 0 && !d.consumed[i] && d.pilotOn[i] < 0 && !d.targeted[i] {
+			cands = append(cands, candidate{i, d.freeFor[i], d.winMoves(i)})
 		}
 	}
 	byWindow := func(a, b candidate) int {
-		if c := d.cmpWinMoves(b.w, a.w, b.moves, a.moves); c != 0 {
+		if c := d.cmpWinMoves(b.i, a.i, b.moves, a.moves); c != 0 {
 			return c
 		}
 		return d.names.cmp(a.i, b.i, nil)
@@ -919,8 +914,7 @@ func (d *decider) submit() {
 	if thesisTake {
 		for i := range d.s.Nodes {
 			if d.wAt[i] >= 0 && d.idleNow(i) && part != nil && part.Up && d.pilotOn[i] < 0 && !d.targeted[i] {
-				w := &d.win.Nodes[d.wAt[i]]
-				tcands = append(tcands, candidate{i, w.FreeFor, w, d.winMoves(w)})
+				tcands = append(tcands, candidate{i, d.freeFor[i], d.winMoves(i)})
 			}
 		}
 		slices.SortFunc(tcands, byWindow)
@@ -987,7 +981,7 @@ func (d *decider) submit() {
 			if len(picked) == min(want, budget) {
 				break
 			}
-			if !taken[c.i] && !heldHere[c.i] && d.limitFits(c.w, minTL) {
+			if !taken[c.i] && !heldHere[c.i] && d.limitFits(c.i, minTL) {
 				picked = append(picked, c)
 			}
 		}

@@ -380,13 +380,13 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 			continue
 		}
 		st := d.s.Nodes[i].State
-		if st == cluster.NodeIdle || st == cluster.NodePlanned && !d.win.Nodes[wi].Until.IsZero() {
+		if st == cluster.NodeIdle || st == cluster.NodePlanned && !d.until(i).IsZero() {
 			ps.all = append(ps.all, i)
 		}
 	}
 	for _, i := range ps.all {
-		if w := &d.win.Nodes[d.wAt[i]]; !w.Until.IsZero() {
-			d.wClaim[i] = rankClaim{until: w.Until.UnixNano(), rank: d.claimRank(d.wAt[i]), mv: d.sc.nodes[i].claimMoves}
+		if n := &d.sc.nodes[i]; !n.claim.IsZero() {
+			d.wClaim[i] = rankClaim{until: n.claim.UnixNano(), rank: d.claimRank(i), mv: n.claimMoves}
 		}
 	}
 	// Idle nodes first, shortest window first (claimants take what pilots
@@ -408,7 +408,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 		pi := d.giver(i)
 		sc.aGiver[i] = pi
 		if pi < 0 {
-			sc.aMoves[i] = d.winMoves(&d.win.Nodes[d.wAt[i]])
+			sc.aMoves[i] = d.winMoves(i)
 		}
 	}
 	// The free nodes (no giver) first, then the pilots' nodes. No two
@@ -427,7 +427,7 @@ func (d *decider) rulePass(add func(int, mtime, string), givers bool) {
 	sc.aFree, sc.aPilots = free, pilots
 	ps.split = len(free)
 	slices.SortFunc(ps.all[:ps.split], func(a, b int) int {
-		if c := d.cmpWinMoves(&d.win.Nodes[d.wAt[a]], &d.win.Nodes[d.wAt[b]], sc.aMoves[a], sc.aMoves[b]); c != 0 {
+		if c := d.cmpWinMoves(a, b, sc.aMoves[a], sc.aMoves[b]); c != 0 {
 			return c
 		}
 		return d.names.cmp(a, b, nil)
@@ -604,32 +604,23 @@ type rankClaim struct {
 	mv    bool
 }
 
-// claimRank is rankOf(d.win.Nodes[wi].ClaimedBy), kept by window.
-func (d *decider) claimRank(wi int) int {
-	if r := d.sc.wRank[wi]; r != 0 {
+// claimRank is rankOf of node i's window's claimant (its ClaimedBy),
+// kept by node: looked up once per claimant (rankK, by its place in the
+// snapshot's jobs).
+func (d *decider) claimRank(i int) int {
+	sc := d.sc
+	if r := sc.wRank[i]; r != 0 {
 		return r - 1
 	}
-	var r int
-	if k1 := d.claimK1(wi); k1 > 0 { // rankOf the claimant's ID, once per claimant
-		sc := d.sc
+	r := -1
+	if k1 := sc.nodes[i].claimK1; k1 > 0 {
 		if sc.rankK[k1-1] == 0 {
 			sc.rankK[k1-1] = d.rankOf(d.s.Jobs[k1-1].ID) + 2
 		}
 		r = sc.rankK[k1-1] - 2
-	} else {
-		r = d.rankOf(d.win.Nodes[wi].ClaimedBy)
 	}
-	d.sc.wRank[wi] = r + 1
+	sc.wRank[i] = r + 1
 	return r
-}
-
-// claimK1 is the index, plus 1, of window wi's claimant in the snapshot's
-// jobs when the windows are in node order; 0: not known.
-func (d *decider) claimK1(wi int) int {
-	if !d.sc.winByIdx {
-		return 0
-	}
-	return d.sc.nodes[d.sc.ourIdx[wi]].claimK1
 }
 
 func (d *decider) rankOf(id string) int {
@@ -680,7 +671,7 @@ func (d *decider) planned(j *cluster.Job, k, r int, add func(int, mtime, string)
 		// (The window's Until and ClaimedBy, as the scan kept them.)
 		if n := &d.sc.nodes[i]; d.wAt[i] >= 0 && n.claimNs != neverNs {
 			until := mtime{t: n.claimNs, mv: n.claimMoves} // the EASY shadow's at now moves
-			cr := d.claimRank(d.wAt[i])
+			cr := d.claimRank(i)
 			known := cr >= 0
 			if (!known || cr < r) && d.cmpM(until, start) < 0 && n.claimBy != j.ID && !d.startedAt(n.claimBy, cr) {
 				if !known {
@@ -815,12 +806,12 @@ func (d *decider) ruleClaims(add func(int, mtime, string)) {
 		if pi < 0 || d.wAt[i] < 0 || !d.givable(pi) {
 			continue
 		}
-		w := &d.win.Nodes[d.wAt[i]]
-		if w.Until.IsZero() || w.Estimated {
+		n := &d.sc.nodes[i] // the window's claim, as the scan kept it
+		if n.claim.IsZero() || n.estimated {
 			continue
 		}
-		cr := d.claimRank(d.wAt[i])
-		if d.startedAt(w.ClaimedBy, cr) {
+		cr := d.claimRank(i)
+		if d.startedAt(n.claimBy, cr) {
 			continue
 		}
 		owner := -1
@@ -830,8 +821,8 @@ func (d *decider) ruleClaims(add func(int, mtime, string)) {
 		if !d.gives(pi, owner) {
 			continue
 		}
-		if e := d.st.Pilots[pi].End; e.IsZero() || e.After(w.Until.Add(d.cfg.Grace)) {
-			add(pi, fixed(w.Until), w.ClaimedBy)
+		if e := d.st.Pilots[pi].End; e.IsZero() || e.After(n.claim.Add(d.cfg.Grace)) {
+			add(pi, fixed(n.claim), n.claimBy)
 		}
 	}
 }

@@ -257,41 +257,47 @@ func (d *decider) maxM(a, b mtime) mtime {
 	return b
 }
 
-// winMoves reports whether a node's window shrinks with the clock (FreeFor
+// winMoves reports whether node i's window shrinks with the clock (FreeFor
 // is Until - now) rather than being fixed (the horizon, or 0).
-func (d *decider) winMoves(w *NodeWindow) bool {
-	return w.FreeFor > 0 && !w.Until.IsZero() && w.FreeFor == w.Until.Sub(d.now)
+func (d *decider) winMoves(i int) bool {
+	f, until := d.freeFor[i], d.until(i)
+	return f > 0 && !until.IsZero() && f == until.Sub(d.now)
 }
 
-// cmpWinMoves compares two windows' FreeFor, noting when a shrinking one
-// crosses a fixed one; ma and mb are winMoves of a and b.
-func (d *decider) cmpWinMoves(a, b *NodeWindow, ma, mb bool) int {
+// until is node i's window's Until: its earliest claim (the windows'
+// scan's), zero if none.
+func (d *decider) until(i int) time.Time { return d.sc.nodes[i].claim }
+
+// cmpWinMoves compares nodes a and b's windows' FreeFor, noting when a
+// shrinking one crosses a fixed one; ma and mb are winMoves of a and b.
+func (d *decider) cmpWinMoves(a, b int, ma, mb bool) int {
+	fa, fb := d.freeFor[a], d.freeFor[b]
 	if ma != mb {
-		m, k := a, b.FreeFor
+		m, k := a, fb
 		if mb {
-			m, k = b, a.FreeFor
+			m, k = b, fa
 		}
 		if k != cluster.Unlimited {
-			d.h.flip(m.Until.Add(-k)) // Until - now reaches k
+			d.h.flip(d.until(m).Add(-k)) // Until - now reaches k
 		}
 	}
 	switch {
-	case a.FreeFor < b.FreeFor:
+	case fa < fb:
 		return -1
-	case a.FreeFor > b.FreeFor:
+	case fa > fb:
 		return 1
 	}
 	return 0
 }
 
-// limitFits reports whether a window gives a pilot of at least minTL
-// (pilotLimit(w.FreeFor) >= minTL), noting when a shrinking one stops.
-func (d *decider) limitFits(w *NodeWindow, minTL time.Duration) bool {
-	ok := d.pilotLimit(w.FreeFor) >= minTL
-	if ok && d.winMoves(w) {
+// limitFits reports whether node i's window gives a pilot of at least
+// minTL (pilotLimit(FreeFor) >= minTL), noting when a shrinking one stops.
+func (d *decider) limitFits(i int, minTL time.Duration) bool {
+	ok := d.pilotLimit(d.freeFor[i]) >= minTL
+	if ok && d.winMoves(i) {
 		// (Until - now - Margin) truncated to minutes >= minTL while
 		// now <= Until - Margin - minTL rounded up to a minute.
-		d.h.flip(w.Until.Add(-d.cfg.Margin - roundUpMinute(minTL)))
+		d.h.flip(d.until(i).Add(-d.cfg.Margin - roundUpMinute(minTL)))
 	}
 	return ok
 }

@@ -260,7 +260,7 @@ func (d *decider) fifo() {
 		minTL := d.cfg.ShortestPilot(j.TaskTime)
 		mine := d.sc.fifoMine[:0]
 		for _, pi := range cands {
-			if !used[pi] && later(pi, ji) && d.limitFits(&d.win.Nodes[d.wAt[d.nodeOf(pi)]], minTL) {
+			if !used[pi] && later(pi, ji) && d.limitFits(d.nodeOf(pi), minTL) {
 				mine = append(mine, pi)
 			}
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
@@ -49,7 +50,7 @@ type scratch struct {
 	parts                                     []string
 	partsOK                                   bool
 	topSize                                   map[string]int // ruleTop: usable nodes by partition list
-	wRank                                     []int          // claimRank by window, +1 (0: not known yet)
+	wRank                                     []int          // claimRank by node, +1 (0: not known yet)
 
 	dec          decider // the decision itself
 	track, order tracker // its hold (decider.h) and what rule A's order read (pilotOrder)
@@ -85,12 +86,10 @@ type scratch struct {
 	// backfillWindows
 	nodes   []nodeCalc
 	stamp   []int
-	windows []NodeWindow
+	freeFor []time.Duration // by node: its window's FreeFor (backfillWindows, for Decide)
 	shadow  []shadowNode
 	ourIdx  []int // the pilot partition's nodes
-	// winByIdx: the windows are in ourIdx's order, one per node
-	winByIdx bool
-	listIdx  []int // shadowList: its partitions' nodes
+	listIdx []int // shadowList: its partitions' nodes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

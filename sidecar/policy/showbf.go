@@ -276,12 +276,13 @@ func naturalRanks(s *cluster.Snapshot) []int {
 
 // backfillWindows is BackfillWindows noting in h when the windows' shape
 // may change with the clock (claims start, holders end, the EASY shadow
-// moves); a nil h notes nothing. FreeAt is not tracked, nor filled in
-// for Decide (with a scratch): it does not read it.
+// moves); a nil h notes nothing. FreeAt is not tracked.
 //
 // names is newNodeNames(s, nodeIndex(s)), if the caller has it; nil:
-// built here. With a
-// scratch, the result lives in it (Decide's); nil: allocated.
+// built here. With a scratch (Decide's), no NodeWindow is made: Decide
+// reads a node's window by its index, its claim in sc.nodes (from the
+// scan) and its FreeFor in sc.freeFor, for the pilot partition's nodes
+// (sc.ourIdx); the result carries the partition only.
 func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *tracker, names *nodeNames, sc *scratch) (Windows, error) {
 	if s == nil {
 		return Windows{}, errors.New("policy: nil snapshot")
@@ -326,17 +327,26 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	c.ours = pn.in // read only: the topology keeps it
 	c.shadow(candidates)
 
+	out := Windows{Now: now, Partition: part.Name}
+	if decider {
+		// Decide reads a node's window by its index: how long it is free
+		// (here) and its claim (the scan's, in sc.nodes). The nodes
+		// listed but not in the snapshot have none to read.
+		sc.freeFor = reuse(sc.freeFor, len(s.Nodes))
+		for _, i := range ours {
+			sc.freeFor[i] = c.freeFor(i, part.Up, horizon)
+		}
+		return out, nil
+	}
 	sorted := names.dense && len(missing) == 0
-	sc.winByIdx = sorted // out.Nodes[k] is node ours[k]
 	if sorted {
 		slices.Sort(ours) // the nodes' natural order is their order in s
 	}
-	out := Windows{Now: now, Partition: part.Name, Nodes: reuse(sc.windows, len(ours)+len(missing))} // zero windows
+	out.Nodes = make([]NodeWindow, len(ours)+len(missing))
 	for k, i := range ours {
-		c.window(&out.Nodes[k], i, part.Up, horizon)
-		if !decider { // Decide does not read FreeAt
-			out.Nodes[k].FreeAt = c.freeAt(i)
-		}
+		node, n := &c.s.Nodes[i], &c.nodes[i]
+		out.Nodes[k] = NodeWindow{Node: node.Name, State: node.State, FreeAt: c.freeAt(i),
+			Until: n.claim, FreeFor: c.freeFor(i, part.Up, horizon), ClaimedBy: n.claimBy, Estimated: n.estimated}
 	}
 	for k, name := range missing { // listed by the partition, absent from sinfo
 		out.Nodes[len(ours)+k] = NodeWindow{Node: name, State: cluster.NodeUnknown}
@@ -344,10 +354,7 @@ func backfillWindows(s *cluster.Snapshot, now time.Time, opt WindowOptions, h *t
 	if !sorted {
 		slices.SortFunc(out.Nodes, func(a, b NodeWindow) int { return naturalCompare(a.Node, b.Node) })
 	}
-	if !decider {
-		out.Windows = summarize(out.Nodes)
-	}
-	sc.windows = out.Nodes
+	out.Windows = summarize(out.Nodes)
 	return out, nil
 }
 
@@ -732,36 +739,34 @@ func (c *calc) shadowList(partitions string) *shadowList {
 	return l // ordered by firstNodes, as far as needed
 }
 
-// window fills in w, a zero NodeWindow, for node i, but for FreeAt.
-func (c *calc) window(w *NodeWindow, i int, partitionUp bool, horizon time.Duration) {
+// freeFor is node i's FreeFor: how long a job starting now can run there,
+// capped by horizon; 0 if it is not free now.
+func (c *calc) freeFor(i int, partitionUp bool, horizon time.Duration) time.Duration {
 	node := &c.s.Nodes[i]
 	n := &c.nodes[i]
-	w.Node, w.State = node.Name, node.State
-	w.Until, w.ClaimedBy, w.Estimated = n.claim, n.claimBy, n.estimated
 	if !partitionUp || !node.State.Usable() || !c.freeNow(i) {
-		return
+		return 0
 	}
 	// PLANNED means Slurm reserved it for someone; if we cannot see who
 	// (and it is not our own pilot), assume the reservation starts now.
 	if node.State == cluster.NodePlanned && !n.slurmClaim && !n.exclClaim {
-		return
+		return 0
 	}
-	w.FreeFor = horizon
-	if n.claimNs != neverNs { // !n.claim.IsZero()
-		if !c.before(c.nowNs, n.claimNs, &c.now, &n.claim) {
-			w.FreeFor = 0
-		} else {
-			c.h.flipNs(n.claimNs)
-			left := time.Duration(n.claimNs - c.nowNs) // n.claim.Sub(c.now), if in range and no overflow
-			if c.clamped || c.nowNs == neverNs || left <= 0 {
-				left = n.claim.Sub(c.now)
-			}
-			if horizon != cluster.Unlimited && left >= horizon {
-				c.h.flip(n.claim.Add(-horizon)) // capped until then
-			}
-			w.FreeFor = min(left, horizon)
-		}
+	if n.claimNs == neverNs { // n.claim.IsZero()
+		return horizon
 	}
+	if !c.before(c.nowNs, n.claimNs, &c.now, &n.claim) {
+		return 0
+	}
+	c.h.flipNs(n.claimNs)
+	left := time.Duration(n.claimNs - c.nowNs) // n.claim.Sub(c.now), if in range and no overflow
+	if c.clamped || c.nowNs == neverNs || left <= 0 {
+		left = n.claim.Sub(c.now)
+	}
+	if horizon != cluster.Unlimited && left >= horizon {
+		c.h.flip(n.claim.Add(-horizon)) // capped until then
+	}
+	return min(left, horizon)
 }
 
 // summarize turns per-node windows into showbf lines: for each distinct
