@@ -4,7 +4,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
 )
@@ -231,7 +230,7 @@ func (t *topology) partNodes(s *cluster.Snapshot, name string, idx map[string]in
 // sameString is a == b, at once for the same memory (strings do not
 // change): the caller that passes its strings again pays no comparison.
 func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+	return sameMemoryString(a, b) || a == b
 }
 
 func sameStrings(a, b []string) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
 	"github.com/glean-hpc/glean/sidecar/spool"
 	"github.com/glean-hpc/glean/tests/gleantest"
+	"github.com/glean-hpc/glean/tests/slurmtest"
 )
 
 // nextNotify returns the first datagram containing want; one containing
@@ -40,6 +41,18 @@ func nextNotify(t *testing.T, e *gleantest.Env, msgs <-chan sdnotifytest.Message
 	}
 }
 
+// readyUnderSystemd starts glean-helper and gleand (as gleandUnderSystemd
+// sets it up) on a cluster of nodes and waits for gleand's READY=1; they
+// stop when the test ends.
+func readyUnderSystemd(t *testing.T, nodes int) (*slurmtest.Cluster, *gleantest.Env, <-chan sdnotifytest.Message) {
+	t.Helper()
+	cl, e, msgs := gleandUnderSystemd(t, nodes, gleantest.Options{})
+	t.Cleanup(e.Stop) // before gleandUnderSystemd's: cleanups run last first
+	e.Start(t)
+	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
+	return cl, e, msgs
+}
+
 // systemctl reload gleand, as the unit does it, on the real gleand (as the
 // glean user, on a loopback Slurm, $NOTIFY_SOCKET and a watchdog as
 // systemd sets them, an elastic job active): SIGHUP with a changed config
@@ -50,10 +63,7 @@ func nextNotify(t *testing.T, e *gleantest.Env, msgs <-chan sdnotifytest.Message
 // running with the old one, and STATUS= says so; the unit's first
 // ExecReload (-check-config) fails on that file naming it.
 func TestGleandReload(t *testing.T) {
-	cl, e, msgs := gleandUnderSystemd(t, 2, gleantest.Options{})
-	defer e.Stop()
-	e.Start(t)
-	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
+	cl, e, msgs := readyUnderSystemd(t, 2)
 	pid := e.DaemonPID()
 	// A job to follow through the reload: the new image takes it up from the spool.
 	e.WriteFile(t, "task.sh", "#!/bin/sh\nsleep 30\n", 0o755)
@@ -173,11 +183,7 @@ func TestGleandReload(t *testing.T) {
 // the re-executed helper, run a job to completion. Before, SIGHUP's default
 // ended the helper.
 func TestHelperReload(t *testing.T) {
-	cl, e, msgs := gleandUnderSystemd(t, 1, gleantest.Options{})
-	defer e.Stop()
-	e.Start(t)
-	// gleand has read the config before the test breaks it.
-	nextNotify(t, e, msgs, "READY=1", "", time.Minute)
+	cl, e, _ := readyUnderSystemd(t, 1) // gleand has read the config before the test breaks it
 	pid := e.HelperPID()
 	orig, err := os.ReadFile(e.Config)
 	if err != nil {
