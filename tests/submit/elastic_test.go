@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -370,10 +371,21 @@ func TestShadowMatchesPlainSbatch(t *testing.T) {
 		env  []string
 	}{
 		{"directives", nil, nil},
-		{"command line", []string{"-p", "batch", "-t", "9", "-c", "1", "-N", "1", "-n", "1", "--nice=5", "--array=0-9%3", "-J", "cli", "--dependency=afterany:1"}, nil},
+		// (afterany: a held job of the test's own, so that the dependency
+		// stays unfulfilled while both are read: one on a job that ends
+		// meanwhile was cleared from the plain job before the shadow.)
+		{"command line", []string{"-p", "batch", "-t", "9", "-c", "1", "-N", "1", "-n", "1", "--nice=5", "--array=0-9%3", "-J", "cli", "--dependency=afterany:BLOCKER"}, nil},
 		{"environment", nil, []string{"SBATCH_TIMELIMIT=11", "SBATCH_PARTITION=pilot", "SBATCH_JOB_NAME=envname"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if i := slices.Index(tc.args, "--dependency=afterany:BLOCKER"); i >= 0 {
+				blocker := e.run(t, false, inv{name: "blocker", args: []string{"--hold", "--parsable", "--wrap", "true"}})
+				if blocker.Code != 0 {
+					t.Fatalf("blocker: %+v", blocker)
+				}
+				tc.args = slices.Clone(tc.args)
+				tc.args[i] = "--dependency=afterany:" + jobID(blocker.Stdout)
+			}
 			// The plain job waits as the shadow array does (a held job
 			// shows OverSubscribe=OK, one behind its begin time NO).
 			plain := e.run(t, false, inv{name: tc.name, args: append(append([]string{"--begin=now+365days", "--parsable"}, tc.args...), "plain.sh"), env: tc.env})
