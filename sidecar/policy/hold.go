@@ -45,7 +45,10 @@ func decide(s *cluster.Snapshot, st State, cfg Config, now time.Time, track bool
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer func() {
-		sc.dec = decider{} // holds the caller's snapshot and state
+		// Neither holds on to the caller's snapshot and state: a
+		// pointer into a caller's structure keeps all of it alive (the
+		// simulator's whole last run, until the next topology change).
+		sc.dec, sc.names.s = decider{}, nil
 		scratchPool.Put(sc)
 	}()
 	d := newDecider(s, st, cfg, now, track, sc)
