@@ -9,14 +9,15 @@ import (
 // (by Submit, then ID), except that an owner's jobs with a deadline take
 // that owner's places first, earliest deadline first. A deadline only
 // reorders its owner's own jobs: any user may write one, so it cannot be
-// a way past other users' jobs.
+// a way past other users' jobs. The daemon and the simulator both call it
+// every round, so it allocates only when some job has a deadline.
 func Order(jobs []ElasticJob) {
 	slices.SortStableFunc(jobs, func(a, b ElasticJob) int {
-		if c := a.Submit.Compare(b.Submit); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Or(a.Submit.Compare(b.Submit), compareIDs(a.ID, b.ID))
 	})
+	if !slices.ContainsFunc(jobs, func(j ElasticJob) bool { return !j.Deadline.IsZero() && j.Owner != "" }) {
+		return
+	}
 	byOwner := map[string][]int{} // an owner's places, in order
 	for i := range jobs {
 		if jobs[i].Owner != "" {
@@ -40,6 +41,14 @@ func Order(jobs []ElasticJob) {
 			jobs[i] = own[k]
 		}
 	}
+}
+
+// compareIDs orders Slurm job ids as numbers ("999" before "1000", which a
+// plain string comparison would reverse for two jobs submitted in the same
+// instant): the shorter first, then by text. Ids are decimal without
+// leading zeros, so this is their numeric order.
+func compareIDs(a, b string) int {
+	return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 }
 
 // deadlineRank: jobs with a deadline before those without.

@@ -10,7 +10,8 @@ import (
 )
 
 // Order is a permutation in which every owner holds
-// exactly the places its jobs hold in FIFO order (by Submit, then ID), and
+// exactly the places its jobs hold in FIFO order (by Submit, then ID as a
+// number), and
 // within them its jobs are by deadline (none last), then FIFO.
 func TestOrderKeepsPlaces(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
@@ -19,7 +20,7 @@ func TestOrderKeepsPlaces(t *testing.T) {
 		n := rng.Intn(12)
 		jobs := make([]ElasticJob, n)
 		for i := range jobs {
-			jobs[i] = ElasticJob{ID: "j" + strconv.Itoa(rng.Intn(50)), Owner: []string{"", "a", "b", "c"}[rng.Intn(4)],
+			jobs[i] = ElasticJob{ID: strconv.Itoa(rng.Intn(2000)), Owner: []string{"", "a", "b", "c"}[rng.Intn(4)],
 				Submit: t0.Add(time.Duration(rng.Intn(4)) * time.Second)}
 			if rng.Intn(2) == 0 {
 				jobs[i].Deadline = t0.Add(time.Duration(rng.Intn(3)) * time.Hour)
@@ -27,7 +28,9 @@ func TestOrderKeepsPlaces(t *testing.T) {
 		}
 		fifo := slices.Clone(jobs)
 		slices.SortStableFunc(fifo, func(a, b ElasticJob) int {
-			return cmp.Or(a.Submit.Compare(b.Submit), cmp.Compare(a.ID, b.ID))
+			x, _ := strconv.Atoi(a.ID)
+			y, _ := strconv.Atoi(b.ID)
+			return cmp.Or(a.Submit.Compare(b.Submit), cmp.Compare(x, y))
 		})
 		got := slices.Clone(jobs)
 		Order(got)

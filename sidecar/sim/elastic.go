@@ -154,6 +154,10 @@ type BacklogRun struct {
 // backlogID is the backlog's job ID in TaskRun and PilotRun.
 const backlogID = -1
 
+// backlogSubmit is the backlog's Submit for the policy: present from time
+// 0 but last in FIFO order, it gets what the calibration jobs leave.
+var backlogSubmit = simEpoch.Add(math.MaxInt64)
+
 // ElasticResult is an elastic simulation's outcome.
 type ElasticResult struct {
 	Mode   ElasticMode
@@ -995,6 +999,9 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		e := policy.ElasticJob{ID: ej.key, Mode: ej.mode, Owner: ej.owner, Submit: simEpoch.Add(ej.submit),
 			TasksPending: ej.pendingTasks(now), TasksRunning: ej.running}
+		if ej.infinite {
+			e.Submit = backlogSubmit
+		}
 		switch {
 		case ej.infinite:
 			e.TaskTime = ej.taskLen
@@ -1009,6 +1016,7 @@ func (d *driver) state(now time.Duration) policy.State {
 		}
 		st.Jobs = append(st.Jobs, e)
 	}
+	policy.Order(st.Jobs) // as the daemon orders them
 	// Each pilot's entry is written again only if it moved or changed.
 	n := len(d.pilots)
 	if cap(st.Pilots) < n {

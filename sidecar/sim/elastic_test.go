@@ -472,3 +472,27 @@ func TestElasticTailGiveWay(t *testing.T) {
 	}
 	t.Logf("finish %v (SLURM-only %v), R starts %v (SLURM-only %v), pilots %d", fin, want, rs, rsBase, mg.Pilots)
 }
+
+// TestElasticFIFOBySubmit: the simulator orders elastic jobs as the daemon
+// does (policy.Order), by submission, whatever the order of the workload's
+// lines: listed first but submitted 10 s later, job 1 waits for job 2.
+func TestElasticFIFOBySubmit(t *testing.T) {
+	cal := workload.Job{Nodes: 2, Run: time.Hour, Limit: 2 * time.Hour, Kind: workload.Calibration}
+	late, early := cal, cal
+	late.Submit = 10 * time.Second
+	for _, mode := range []ElasticMode{ScavengerMode, ThesisMode} {
+		w := tiny(late, early)
+		r, err := RunElastic(w, elasticCfg(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkElastic(t, w, r)
+		fin := map[int]time.Duration{}
+		for _, c := range ComputeMetrics(r).Calibration {
+			fin[c.ID] = c.Finish
+		}
+		if !(fin[2] < fin[1]) {
+			t.Errorf("%v: job 2 (submitted at 0) finishes at %v, job 1 (submitted at 10 s) at %v: want job 2 first", mode, fin[2], fin[1])
+		}
+	}
+}
