@@ -7,7 +7,8 @@
 //	glean-agent anchor --job <uid>.<id> [--config path]
 //
 // pilot and shadow log to stderr and to the job's work directory
-// (logs/pilot-<SLURM_JOB_ID>.log, logs/shadow-<SLURM_JOB_ID>.log); they
+// (logs/pilot-<SLURM_JOB_ID>.log, logs/shadow-<SLURM_JOB_ID>.log; after a
+// move, the next job's: agent.Logs); they
 // exit 0 when they stopped as told (idle, finished, retired, stopped,
 // SIGTERM), 1 on an error. anchor writes the job's summary into the
 // user's -o file and exits with the job's exit code.
@@ -15,15 +16,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,12 +120,12 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 		return 1, err
 	}
 	pilot := os.Getenv("SLURM_JOB_ID")
-	if lf, err := openLog(work, f.cmd, pilot); err == nil {
-		defer lf.Close()
-		log = slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, lf), nil))
-	} else {
+	logs := agent.NewLogs(os.Stderr, f.cmd, pilot)
+	defer logs.Close()
+	if err := logs.Follow(work, id); err != nil {
 		log.Warn("the agent's log file", "err", err)
 	}
+	log = logs.Log
 	work.Log = log
 	fail := agentFailpoint(cfg, log)
 	work.Fail = fail
@@ -165,18 +163,22 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 
 		Checkpoint: ckpt,
 	}
-	open := func(next string) (*agent.Job, *spool.Work, error) {
+	open := func(next string) (*agent.Job, *spool.Work, *slog.Logger, error) {
 		job, err := agent.LoadJob(sp, uid, next, os.Getuid())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		work, err := sp.OpenWork(uid, next)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		if err := logs.Follow(work, next); err != nil {
+			logs.Log.Warn("the next job's log file: logging to stderr alone", "err", err)
+		}
+		log = logs.Log
 		work.Log, work.Fail = log, fail
 		id = next // GaveWay reads the record of the job served now
-		return job, work, nil
+		return job, work, log, nil
 	}
 	if _, err := agent.Serve(ctx, job, work, uid, opts, open); err != nil {
 		return 1, err
@@ -258,18 +260,6 @@ func anchor(sp *spool.Spool, uid int, id string) (int, error) {
 		return s.Exit, fmt.Errorf("writing the summary to %s: %w", s.Path, err)
 	}
 	return s.Exit, nil
-}
-
-// openLog opens the agent's log in the job's work directory.
-func openLog(w *spool.Work, mode, pilot string) (*os.File, error) {
-	if pilot == "" {
-		pilot = fmt.Sprintf("pid%d", os.Getpid())
-	}
-	if strings.ContainsRune(pilot, '/') {
-		return nil, errors.New("bad SLURM_JOB_ID")
-	}
-	return os.OpenFile(filepath.Join(w.Dir, spool.LogsDir, mode+"-"+pilot+".log"),
-		os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
 }
 
 // nodeName is this node's short name as Slurm knows it.

@@ -7,6 +7,9 @@ package pool
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +75,23 @@ func TestThesisPilotMoves(t *testing.T) {
 	}
 	if ranB == 0 {
 		t.Errorf("no task of B ran on a pilot moved from A (%v)", moved)
+	}
+	// Each moved pilot's log followed it to B's work directory, and each
+	// part says where the other is.
+	logOf := func(r *spool.Record, pilot string) string {
+		data, err := os.ReadFile(filepath.Join(e.Spool, spool.UsersDir, strconv.Itoa(r.UID), spool.WorkDir, r.ID, spool.LogsDir, "pilot-"+pilot+".log"))
+		if err != nil {
+			t.Errorf("pilot %s: %v", pilot, err)
+		}
+		return string(data)
+	}
+	for id := range moved {
+		if l := logOf(ra, id); !strings.Contains(l, "this log continues in the next job's work directory") {
+			t.Errorf("pilot %s's log in A's work directory does not say where it continues:\n%s", id, l)
+		}
+		if l := logOf(rb, id); !strings.Contains(l, "continued from the log of this pilot's previous job") || !strings.Contains(l, "task=") {
+			t.Errorf("pilot %s's log in B's work directory has not B's tasks and where it began:\n%s", id, l)
+		}
 	}
 	for _, ev := range e.TaskEvents(t, a) {
 		if ev.Final && ev.Reason != spool.ReasonCompleted {
