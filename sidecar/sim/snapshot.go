@@ -43,8 +43,10 @@ func (s *State) Snapshot(epoch time.Time) *cluster.Snapshot { return s.snapshot(
 // takes one every round): node names, partitions, the configuration, each
 // job's line and host list, and the buffers. A snapshot taken with it is
 // valid until the next one, and its strings and slices must not be
-// modified. Its lines are built at the first snapshot's epoch.
+// modified. Its lines are built at the first snapshot's epoch, the only
+// one it serves (epoch).
 type snapCache struct {
+	epoch  time.Time
 	names  []string
 	idx    []int // 0..size-1: the nodes' indices, as NodeIdx shows them
 	parts  []cluster.Partition
@@ -86,6 +88,13 @@ func (s *State) snapshot(epoch time.Time, c *snapCache) *cluster.Snapshot {
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
 	var snap *cluster.Snapshot
 	if c != nil {
+		// The cached lines hold times at the epoch they were built at:
+		// another epoch would read stale ones, silently.
+		if c.epoch.IsZero() {
+			c.epoch = epoch
+		} else if !c.epoch.Equal(epoch) {
+			panic("sim: a snapshot cache serves the epoch it was built at, " + c.epoch.String() + ", not " + epoch.String())
+		}
 		snap = &c.snap
 	} else {
 		snap = new(cluster.Snapshot)

@@ -3,10 +3,12 @@ package sim
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/workload"
 )
 
 // TestCachedSnapshot: a snapshot built on a cache, which keeps what did not
@@ -39,6 +41,27 @@ func TestCachedSnapshot(t *testing.T) {
 	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A snapshot cache serves one epoch: its lines hold times at it, so another
+// epoch is refused loudly instead of showing stale times.
+func TestSnapshotCacheOneEpoch(t *testing.T) {
+	w := tiny(workload.Job{Nodes: 1, Run: time.Hour, Kind: workload.Regular})
+	var c snapCache
+	var msg any
+	if _, err := Run(w, Config{Policy: SlurmLike, OnPass: func(_ time.Duration, s *State) {
+		if msg != nil {
+			return
+		}
+		s.snapshot(simEpoch, &c)
+		defer func() { msg = recover() }()
+		s.snapshot(simEpoch.Add(time.Hour), &c)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := msg.(string); !ok || !strings.Contains(m, "snapshot cache serves the epoch it was built at") {
+		t.Errorf("a second epoch: recovered %v, want the cache's refusal", msg)
 	}
 }
 
