@@ -43,10 +43,11 @@ func Order(jobs []ElasticJob) {
 	}
 }
 
-// compareIDs orders Slurm job ids as numbers ("999" before "1000", which a
-// plain string comparison would reverse for two jobs submitted in the same
-// instant): the shorter first, then by text. Ids are decimal without
-// leading zeros, so this is their numeric order.
+// compareIDs breaks a tie of submission instants: the shorter id first,
+// then by text. Numbers without leading zeros come in numeric order ("999"
+// before "1000", which a plain string comparison reverses; the simulator's
+// "e9" before "e10"); the daemon's record names (<uid>.<entry id>, the entry
+// id of fixed width and time-ordered) by uid as a number, then entry.
 func compareIDs(a, b string) int {
 	return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 }
