@@ -451,12 +451,8 @@ func TestLoopWatches(t *testing.T) {
 	if err := fx.s.EnsureUserDirs(fx.uid); err != nil {
 		t.Fatal(err)
 	}
-	rounds := make(chan Stats, 16)
-	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: time.Hour, Watch: true, Log: fx.in.log,
-		OnRound: func(st Stats, _ error) { rounds <- st }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- l.Run(ctx) }()
+	rounds, stop := fx.watchingLoop()
+	defer stop()
 	<-rounds // the first round, at start
 	fx.submit(t, 1, nil)
 	deadline := time.After(10 * time.Second)
@@ -468,8 +464,18 @@ func TestLoopWatches(t *testing.T) {
 			t.Fatal("entry not taken in through fsnotify")
 		}
 	}
-	cancel()
-	<-done
+}
+
+// watchingLoop runs the intake loop with fsnotify and a rescan an hour
+// away, and sends each round's stats; stop ends it.
+func (fx *fixture) watchingLoop() (rounds chan Stats, stop func()) {
+	rounds = make(chan Stats, 16)
+	l := &Loop{Intake: fx.in, Spool: fx.s, Rescan: time.Hour, Watch: true, Log: fx.in.log,
+		OnRound: func(st Stats, _ error) { rounds <- st }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx) }()
+	return rounds, func() { cancel(); <-done }
 }
 
 // Spool events (a user writing into incoming/ without a pause) start a

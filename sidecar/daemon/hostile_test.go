@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/internal/hostilefs"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -366,6 +369,14 @@ func TestIntakeHostileUserDirs(t *testing.T) {
 			replaceWith(t, fx.s.UserDir(uidAlice), func(p string) error { return os.WriteFile(p, []byte("x"), 0o600) })
 			os.Chown(fx.s.UserDir(uidAlice), uidAlice, -1)
 		}},
+		// A FUSE server of alice's that never answers: anything that
+		// reaches into its mount blocks, a stat of it included.
+		{"users/<alice> a hostile mount", func(t *testing.T, fx *fixture) {
+			hostilefs.Need(t, fx.s.UserDir(uidAlice))
+		}},
+		{"users/<alice>/incoming a hostile mount", func(t *testing.T, fx *fixture) {
+			hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := hostileFixture(t)
@@ -515,6 +526,32 @@ func TestWorkHostileFiles(t *testing.T) {
 	}
 }
 
+// Alice's mounts in her work directory (a FUSE server that never answers)
+// block nothing: the result and the lease on them are refused with a log
+// line, the good result next to them is committed.
+func TestWorkHostileMount(t *testing.T) {
+	j := newWorkJob(t, time.Hour)
+	results, leases := filepath.Join(j.w.Dir, spool.ResultsDir), filepath.Join(j.w.Dir, spool.LeasesDir)
+	for _, f := range []string{filepath.Join(results, "0.m"), filepath.Join(leases, "1")} {
+		rewrite(t, f, []byte("{}"), uidAlice)
+	}
+	good, _ := json.Marshal(spool.Result{Version: 1, Task: 3, Attempt: "ok", Pilot: "77", Outcome: spool.OutcomeExited})
+	rewrite(t, filepath.Join(results, "3.ok"), good, uidAlice)
+	mr := hostilefs.Need(t, filepath.Join(results, "0.m"))
+	ml := hostilefs.Need(t, filepath.Join(leases, "1"))
+	b := newBook(nil)
+	var committed int
+	hostilefs.Within(t, 20*time.Second, "the work round", func() {
+		committed, _, _, _, _ = j.x.work(j.fx.now, j.rec, b, &cluster.Snapshot{Complete: true}, nil)
+	}, mr, ml)
+	if committed != 1 || !b.committed["ok"] {
+		t.Errorf("committed %d: %v, want the good result", committed, b.committed)
+	}
+	if !strings.Contains(j.logs.String(), "file=0.m") || !strings.Contains(j.logs.String(), "mount point") {
+		t.Errorf("no log line for the mounted result:\n%s", j.logs.String())
+	}
+}
+
 // A lease whose name is a task index outside the job's array (the user
 // can create one in their work directory) must not reach the journal: a
 // "pilot-lost" event for task 99 of a 4-task job counts toward nothing
@@ -529,5 +566,66 @@ func TestWorkLeaseOutsideArray(t *testing.T) {
 	evs, _ := rs.TaskEvents(rec.DirName())
 	if lost != 0 || running != 0 || len(evs) != 0 {
 		t.Errorf("a lease for task 99 of a 4-task job: lost %d, running %d, journal %+v", lost, running, evs)
+	}
+}
+
+// The loop, watching the spool, goes on with a hostile mount on alice's
+// incoming directory: the watch for it is refused like the scan, and bob's
+// entry is taken in at once (through fsnotify: the rescan is an hour away).
+func TestLoopHostileMount(t *testing.T) {
+	fx := hostileFixture(t)
+	m := hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir))
+	rounds, stop := fx.watchingLoop()
+	defer stop()
+	deadline := time.After(20 * time.Second)
+	select {
+	case <-rounds: // the first round, at start
+	case <-deadline:
+		m.Abort()
+		t.Fatal("the loop's first round blocked in alice's mount")
+	}
+	fx.submitAs(t, uidBob, "bob", nil)
+	for accepted := false; !accepted; {
+		select {
+		case st := <-rounds:
+			accepted = st.Accepted == 1
+		case <-deadline:
+			m.Abort()
+			t.Fatal("bob's entry not taken in beside alice's mount")
+		}
+	}
+}
+
+// The watcher watches an incoming directory through the descriptor it
+// checked (/proc/self/fd/<n>), never by its path: a mount made on the path
+// since leaves the watch on the directory itself, which neither blocks nor
+// misses its entries.
+func TestWatchThroughDescriptor(t *testing.T) {
+	fx := hostileFixture(t)
+	d, err := fx.s.OpenIncoming(uidAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir))
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+	hostilefs.Within(t, 10*time.Second, "the watch", func() { err = fw.Add("/proc/self/fd/" + strconv.Itoa(int(d.Fd()))) }, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An entry written into the directory itself (under the mount).
+	if err := os.Mkdir("/proc/self/fd/"+strconv.Itoa(int(d.Fd()))+"/"+spool.NewID(time.Now()), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fw.Events:
+	case err := <-fw.Errors:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event for an entry in the watched directory")
 	}
 }

@@ -257,9 +257,13 @@ func (b *backoff) next(failed bool, interval time.Duration, now time.Time) (time
 // into the trigger. It only watches directories it checked to be real
 // directories owned by their uid; events are wake-ups, never data.
 type watcher struct {
-	w       *fsnotify.Watcher
-	spool   *spool.Spool
-	watched map[string]bool
+	w     *fsnotify.Watcher
+	spool *spool.Spool
+	// watched: the incoming directories watched, by uid, each through
+	// the descriptor it was checked on (/proc/self/fd/<n>), kept open.
+	// Its path could lead onto a mount the user made there since (a FUSE
+	// server that never answers would block the watch, and the round).
+	watched map[int]*os.File
 	log     *slog.Logger
 	done    chan struct{}
 }
@@ -269,7 +273,7 @@ func newWatcher(s *spool.Spool, trigger func(), log *slog.Logger) (*watcher, err
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{w: fw, spool: s, watched: map[string]bool{}, log: log, done: make(chan struct{})}
+	w := &watcher{w: fw, spool: s, watched: map[int]*os.File{}, log: log, done: make(chan struct{})}
 	if err := fw.Add(filepath.Join(s.Dir, spool.UsersDir)); err != nil {
 		fw.Close()
 		return nil, err
@@ -298,22 +302,26 @@ func newWatcher(s *spool.Spool, trigger func(), log *slog.Logger) (*watcher, err
 
 func (w *watcher) addUsers() {
 	for _, uid := range w.spool.UserIDs() {
-		dir := filepath.Join(w.spool.UserDir(uid), spool.IncomingDir)
-		if w.watched[dir] {
+		if w.watched[uid] != nil {
 			continue
 		}
-		if !w.spool.OwnedBy(uid) {
+		d, err := w.spool.OpenIncoming(uid)
+		if err != nil {
+			continue // the round's scan says why
+		}
+		if err := w.w.Add("/proc/self/fd/" + strconv.Itoa(int(d.Fd()))); err != nil {
+			d.Close()
+			w.log.Debug("watch", "uid", strconv.Itoa(uid), "err", err)
 			continue
 		}
-		if err := w.w.Add(dir); err == nil {
-			w.watched[dir] = true
-		} else {
-			w.log.Debug("watch", "dir", dir, "uid", strconv.Itoa(uid), "err", err)
-		}
+		w.watched[uid] = d
 	}
 }
 
 func (w *watcher) close() {
 	w.w.Close()
 	<-w.done
+	for _, d := range w.watched {
+		d.Close()
+	}
 }

@@ -195,15 +195,14 @@ func openDirFlags(dirfd int, name string, nofollow bool, mode int) (*os.File, er
 	}
 	var fd int
 	var err error
-	for {
-		if dirfd < 0 {
-			fd, err = syscall.Open(name, flags, 0)
-		} else {
-			fd, err = syscall.Openat(dirfd, name, flags, 0)
+	if dirfd < 0 {
+		for {
+			if fd, err = syscall.Open(name, flags, 0); err != syscall.EINTR {
+				break
+			}
 		}
-		if err != syscall.EINTR {
-			break
-		}
+	} else {
+		fd, err = openatHere(dirfd, name, flags) // inside the spool (mount.go)
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || (nofollow && errors.Is(err, syscall.ENOTDIR) && isSymlinkAt(dirfd, name)) {
@@ -215,8 +214,11 @@ func openDirFlags(dirfd int, name string, nofollow bool, mode int) (*os.File, er
 }
 
 func isSymlinkAt(dirfd int, name string) bool {
-	var st unix.Stat_t
-	return dirfd >= 0 && unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+	if dirfd < 0 {
+		return false
+	}
+	st, err := statHere(dirfd, name)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // openOwnedDir opens parent/name (no symlinks) and checks that it belongs
@@ -242,7 +244,7 @@ func openOwnedDir(parent *os.File, name string, uid int) (*os.File, error) {
 // blocking on a FIFO) and checks that it is a regular file of uid with
 // one link; it returns the file and its size.
 func openOwned(dir *os.File, name string, uid int) (*os.File, int64, error) {
-	fd, err := syscall.Openat(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := openatHere(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, 0, ErrSymlink
@@ -344,15 +346,22 @@ func (s *Spool) UserIDs() []int {
 // OwnedBy reports whether users/<uid> and its incoming directory are real
 // directories owned by uid (checked without following symlinks).
 func (s *Spool) OwnedBy(uid int) bool {
-	users, err := openDir(-1, filepath.Join(s.Dir, UsersDir), false)
-	if err != nil {
-		return false
-	}
-	defer users.Close()
-	inc, err := openUserIncoming(users, uid)
+	inc, err := s.OpenIncoming(uid)
 	if err != nil {
 		return false
 	}
 	inc.Close()
 	return true
+}
+
+// OpenIncoming opens users/<uid>/incoming if it and users/<uid> are real
+// directories owned by uid, neither a symlink nor a mount point: the
+// daemon watches it through this descriptor, never by its path.
+func (s *Spool) OpenIncoming(uid int) (*os.File, error) {
+	users, err := openDir(-1, filepath.Join(s.Dir, UsersDir), false)
+	if err != nil {
+		return nil, err
+	}
+	defer users.Close()
+	return openUserIncoming(users, uid)
 }

@@ -11,8 +11,9 @@
 //
 // Writers create a temporary name and rename it into place within one
 // directory. The daemon reads users' files only through descriptors opened
-// with O_NOFOLLOW one path component at a time, and trusts the file's owner,
-// never a field. The spool never calls Slurm.
+// with O_NOFOLLOW one path component at a time, never onto a mount
+// (mount.go), and trusts the file's owner, never a field. The spool never
+// calls Slurm.
 package spool
 
 import (

@@ -19,8 +19,6 @@ import (
 	"time"
 	"unicode"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/glean-hpc/glean/sidecar/failpoint"
 )
 
@@ -600,8 +598,7 @@ func (s *Spool) ScanWork(uid int, id string) (WorkScan, error) {
 				continue // not a task index (agents only create those)
 			}
 			li := LeaseInfo{Task: i}
-			var st unix.Stat_t
-			if unix.Fstatat(int(leases.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			if st, err := statHere(int(leases.Fd()), n); err == nil {
 				li.Heartbeat = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 			}
 			if data, err := readOwned(leases, n, uid, maxTaskFileBytes); err == nil {
