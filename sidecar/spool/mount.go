@@ -39,9 +39,14 @@ func openatHere(dirfd int, name string, flags int) (int, error) {
 			noOpenat2.Store(true)
 		case unix.EXDEV:
 			return -1, fmt.Errorf("%s: %w", name, ErrMountPoint)
+		case unix.EPERM:
+			// Not a reason openat2 gives for these flags: a seccomp
+			// filter that knows no openat2 (some container runtimes).
+			// openat answers this call.
 		default:
 			return -1, err
 		}
+		break
 	}
 	for {
 		fd, err := syscall.Openat(dirfd, name, flags, 0)
