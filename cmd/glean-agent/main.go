@@ -163,22 +163,19 @@ func run(ctx context.Context, f flags, log *slog.Logger) (int, error) {
 
 		Checkpoint: ckpt,
 	}
-	open := func(next string) (*agent.Job, *spool.Work, *slog.Logger, error) {
+	open := func(next string) (*agent.Job, *spool.Work, error) {
 		job, err := agent.LoadJob(sp, uid, next, os.Getuid())
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		work, err := sp.OpenWork(uid, next)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		if err := logs.Follow(work, next); err != nil {
-			logs.Log.Warn("the next job's log file: logging to stderr alone", "err", err)
-		}
-		log = logs.Log
+		_ = logs.Follow(work, next) // it logs where the log went, or why not
 		work.Log, work.Fail = log, fail
 		id = next // GaveWay reads the record of the job served now
-		return job, work, log, nil
+		return job, work, nil
 	}
 	if _, err := agent.Serve(ctx, job, work, uid, opts, open); err != nil {
 		return 1, err

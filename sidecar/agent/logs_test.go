@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/glean-hpc/glean/sidecar/spool"
@@ -25,11 +26,12 @@ func TestLogsFollowTheJob(t *testing.T) {
 	if err := l.Follow(a, "1000.a"); err != nil {
 		t.Fatal(err)
 	}
-	l.Log.Info("task of a")
+	held := l.Log // as a failpoint holds it from the start
+	held.Info("task of a")
 	if err := l.Follow(b, "1000.b"); err != nil {
 		t.Fatal(err)
 	}
-	l.Log.Info("task of b")
+	held.Info("task of b")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,4 +71,22 @@ func TestLogsFollowTheJob(t *testing.T) {
 	if !strings.Contains(stderr.String(), "still logged") {
 		t.Error("without a log file nothing reached stderr")
 	}
+}
+
+// lockedBuffer is a log's destination that tasks' goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

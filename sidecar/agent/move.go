@@ -46,10 +46,8 @@ func MoveTarget(to string, uid int, log *slog.Logger) (string, error) {
 	return id, nil
 }
 
-// Open loads job id of uid and its work directory (a pilot's next job),
-// and the logger for its agent: the pilot's log moves to the new job's work
-// directory, where its owner looks for it (nil: the same logger).
-type Open func(id string) (*Job, *spool.Work, *slog.Logger, error)
+// Open loads job id of uid and its work directory (a pilot's next job).
+type Open func(id string) (*Job, *spool.Work, error)
 
 // Serve runs agents for the pilot's job and, after each move, for the job
 // it moved to, until one ends for another reason. The allocation's limits
@@ -84,12 +82,8 @@ func Serve(ctx context.Context, job *Job, work *spool.Work, uid int, opt Options
 		if err != nil {
 			return why, err
 		}
-		var log *slog.Logger
-		if job, work, log, err = open(id); err != nil {
+		if job, work, err = open(id); err != nil {
 			return why, err
-		}
-		if log != nil {
-			opt.Log = log
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,26 +95,20 @@ func serveFixture(t *testing.T, learn func(context.Context) (Limits, error)) (f 
 func TestServe(t *testing.T) {
 	var learns, opens atomic.Int32
 	f, ctx, opt, stop := serveFixture(t, func(context.Context) (Limits, error) { learns.Add(1); return Limits{}, nil })
-	next := &lockedBuffer{}
-	open := func(id string) (*Job, *spool.Work, *slog.Logger, error) {
+	open := func(id string) (*Job, *spool.Work, error) {
 		opens.Add(1)
 		if id != f.id {
 			t.Errorf("moved to %q, want %q", id, f.id)
 		}
 		// Here the move is done: the control file no longer names it.
 		if err := f.recs.PutControl(f.rec, spool.Control{}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return f.job(), f.work(), slog.New(slog.NewTextHandler(next, nil)), nil
+		return f.job(), f.work(), nil
 	}
 	why, err := Serve(ctx, f.job(), f.work(), f.uid, opt, open)
 	if err != nil || why == EndMoved {
 		t.Fatalf("Serve ended %q, %v", why, err)
-	}
-	// The next job's agent logs where open said (its own work directory's
-	// log), not to the first job's.
-	if !strings.Contains(next.String(), "task=0") {
-		t.Errorf("the next job's agent logged %q to the logger open gave; want its task 0", next.String())
 	}
 	if opens.Load() != 1 || learns.Load() != 1 {
 		t.Errorf("%d opens, %d learns; want one of each", opens.Load(), learns.Load())
@@ -127,22 +120,4 @@ func TestServe(t *testing.T) {
 	if n, err := f.work().Remaining([]int{0}); err != nil || n != 0 {
 		t.Errorf("task 0 not done after the move: %d remaining, %v", n, err)
 	}
-}
-
-// lockedBuffer is a log's destination that tasks' goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

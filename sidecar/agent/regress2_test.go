@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,11 +25,11 @@ func TestServeLearnsAgainAfterAFailure(t *testing.T) {
 		}
 		return Limits{End: time.Now().Add(time.Hour), KillWait: 30 * time.Second}, nil
 	})
-	open := func(string) (*Job, *spool.Work, *slog.Logger, error) {
+	open := func(string) (*Job, *spool.Work, error) {
 		if err := f.recs.PutControl(f.rec, spool.Control{}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return f.job(), f.work(), nil, nil
+		return f.job(), f.work(), nil
 	}
 	why, err := Serve(ctx, f.job(), f.work(), f.uid, opt, open)
 	if err != nil || why == EndMoved {
