@@ -111,6 +111,9 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 	if err != nil {
 		return err
 	}
+	if err := sp.MountGuard(); err != nil {
+		log.Warn("users' own mounts in the spool are not refused", "spool", sp.Dir, "err", err)
+	}
 	defer records.Close()
 	lock, err := sp.LockDaemon()
 	if err != nil {

@@ -640,3 +640,42 @@ func (fx *fixture) finishTasks(t testing.TB, id string, n int, pilot string) {
 		}
 	}
 }
+
+// An incoming directory removed and made again is watched again: its old
+// descriptor, still watched, would never see the new one's entries (no
+// event comes while it is open), and they would wait for the rescan.
+func TestLoopWatchesIncomingMadeAgain(t *testing.T) {
+	fx := newFixture(t)
+	if err := fx.s.EnsureUserDirs(fx.uid); err != nil {
+		t.Fatal(err)
+	}
+	rounds, stop := fx.watchingLoop()
+	defer stop()
+	<-rounds // the first round, at start: incoming watched
+	incoming := filepath.Join(fx.s.UserDir(fx.uid), spool.IncomingDir)
+	if err := os.Remove(incoming); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.s.EnsureUserDirs(fx.uid); err != nil {
+		t.Fatal(err)
+	}
+	// Another user's first directory: an event on users/, so a round.
+	if err := os.Mkdir(fx.s.UserDir(fx.uid+1), 0o770); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	select {
+	case <-rounds:
+	case <-deadline:
+		t.Fatal("no round for a new directory in users/")
+	}
+	fx.submit(t, 1, nil)
+	for accepted := false; !accepted; {
+		select {
+		case st := <-rounds:
+			accepted = st.Accepted == 1
+		case <-deadline:
+			t.Fatal("an entry in the incoming directory made again not taken in through fsnotify")
+		}
+	}
+}

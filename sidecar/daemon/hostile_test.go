@@ -372,10 +372,10 @@ func TestIntakeHostileUserDirs(t *testing.T) {
 		// A FUSE server of alice's that never answers: anything that
 		// reaches into its mount blocks, a stat of it included.
 		{"users/<alice> a hostile mount", func(t *testing.T, fx *fixture) {
-			hostilefs.Need(t, fx.s.UserDir(uidAlice))
+			hostilefs.Need(t, fx.s.UserDir(uidAlice), fx.s.MountGuard())
 		}},
 		{"users/<alice>/incoming a hostile mount", func(t *testing.T, fx *fixture) {
-			hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir))
+			hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir), fx.s.MountGuard())
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -537,8 +537,8 @@ func TestWorkHostileMount(t *testing.T) {
 	}
 	good, _ := json.Marshal(spool.Result{Version: 1, Task: 3, Attempt: "ok", Pilot: "77", Outcome: spool.OutcomeExited})
 	rewrite(t, filepath.Join(results, "3.ok"), good, uidAlice)
-	mr := hostilefs.Need(t, filepath.Join(results, "0.m"))
-	ml := hostilefs.Need(t, filepath.Join(leases, "1"))
+	mr := hostilefs.Need(t, filepath.Join(results, "0.m"), j.fx.s.MountGuard())
+	ml := hostilefs.Need(t, filepath.Join(leases, "1"), j.fx.s.MountGuard())
 	b := newBook(nil)
 	var committed int
 	hostilefs.Within(t, 20*time.Second, "the work round", func() {
@@ -574,7 +574,7 @@ func TestWorkLeaseOutsideArray(t *testing.T) {
 // entry is taken in at once (through fsnotify: the rescan is an hour away).
 func TestLoopHostileMount(t *testing.T) {
 	fx := hostileFixture(t)
-	m := hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir))
+	m := hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir), fx.s.MountGuard())
 	rounds, stop := fx.watchingLoop()
 	defer stop()
 	deadline := time.After(20 * time.Second)
@@ -607,7 +607,7 @@ func TestWatchThroughDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	m := hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir))
+	m := hostilefs.Need(t, filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir), fx.s.MountGuard())
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		t.Fatal(err)
@@ -618,7 +618,10 @@ func TestWatchThroughDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An entry written into the directory itself (under the mount).
-	if err := os.Mkdir("/proc/self/fd/"+strconv.Itoa(int(d.Fd()))+"/"+spool.NewID(time.Now()), 0o750); err != nil {
+	hostilefs.Within(t, 10*time.Second, "the entry", func() {
+		err = os.Mkdir("/proc/self/fd/"+strconv.Itoa(int(d.Fd()))+"/"+spool.NewID(time.Now()), 0o750)
+	}, m)
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -301,9 +303,21 @@ func newWatcher(s *spool.Spool, trigger func(), log *slog.Logger) (*watcher, err
 }
 
 func (w *watcher) addUsers() {
-	for _, uid := range w.spool.UserIDs() {
-		if w.watched[uid] != nil {
-			continue
+	uids := w.spool.UserIDs()
+	for uid, d := range w.watched {
+		if _, ok := slices.BinarySearch(uids, uid); !ok { // users/<uid> is gone
+			w.unwatch(uid, d)
+		}
+	}
+	for _, uid := range uids {
+		if d := w.watched[uid]; d != nil {
+			// A directory removed (and perhaps made again) sends no
+			// event while its descriptor is open: its link count says.
+			var st syscall.Stat_t
+			if syscall.Fstat(int(d.Fd()), &st) == nil && st.Nlink > 0 {
+				continue
+			}
+			w.unwatch(uid, d)
 		}
 		d, err := w.spool.OpenIncoming(uid)
 		if err != nil {
@@ -316,6 +330,12 @@ func (w *watcher) addUsers() {
 		}
 		w.watched[uid] = d
 	}
+}
+
+func (w *watcher) unwatch(uid int, d *os.File) {
+	_ = w.w.Remove("/proc/self/fd/" + strconv.Itoa(int(d.Fd())))
+	d.Close()
+	delete(w.watched, uid)
 }
 
 func (w *watcher) close() {

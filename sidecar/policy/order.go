@@ -13,7 +13,10 @@ import (
 // every round, so it allocates only when some job has a deadline.
 func Order(jobs []ElasticJob) {
 	slices.SortStableFunc(jobs, func(a, b ElasticJob) int {
-		return cmp.Or(a.Submit.Compare(b.Submit), compareIDs(a.ID, b.ID))
+		if c := a.Submit.Compare(b.Submit); c != 0 {
+			return c
+		}
+		return compareIDs(a.ID, b.ID)
 	})
 	if !slices.ContainsFunc(jobs, func(j ElasticJob) bool { return !j.Deadline.IsZero() && j.Owner != "" }) {
 		return

@@ -10,8 +10,9 @@ import (
 	"github.com/glean-hpc/glean/sidecar/cluster"
 )
 
-// TestScratchKeepsNoInput: the pooled scratch keeps nothing of a caller's
-// snapshot or state once a decision returns. A pointer into the caller's
+// TestScratchKeepsNoInput: the pooled scratch keeps no pointer into a
+// caller's snapshot or state once a decision returns (only strings it
+// caches: node names, pilot ids). A pointer into the caller's
 // memory would keep all of it alive: the simulator hands over a snapshot
 // inside its driver, and a scratch that kept it held a whole finished
 // run (60 MB on KTH-SP2) through the next one.

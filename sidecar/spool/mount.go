@@ -14,40 +14,54 @@ import (
 var ErrMountPoint = errors.New("a mount point (another filesystem mounted in the spool): not read; unmount it")
 
 // A user may mount a filesystem of their own (FUSE) on a directory or file
-// they own in the spool, on a host they can log into. A FUSE server that
-// never answers blocks every call that reaches into its mount, even a stat
-// of the mount point, and the daemon's round with it: every user's jobs
-// would stop. So the daemon opens users' files and directories one
-// component at a time with openat2(RESOLVE_NO_XDEV), which refuses to step
-// onto a mount without asking the mounted filesystem anything, and takes
-// their status from the descriptor. Kernels before 5.6 have no openat2:
-// there it is plain openat, and a mount in the spool can still block.
+// they own in the spool, on a host they can log into. If the mount lets
+// others in (allow_other, which /etc/fuse.conf's user_allow_other permits
+// users), a FUSE server that never answers blocks every call of the daemon
+// that reaches into it, even a stat of the mount point, and the round with
+// it: every user's jobs would stop. So the daemon opens what is below
+// users/<uid> one component at a time with openat2(RESOLVE_NO_XDEV), which
+// refuses to step onto a mount without asking the mounted filesystem
+// anything, and takes status from the descriptor. Without openat2 (kernels
+// before 5.6; ENOSYS or, from some seccomp filters, EPERM) it is plain
+// openat, and MountGuard says so.
 
 var noOpenat2 atomic.Bool
 
 // openatHere is openat(dirfd, name, flags) that stays on dirfd's
 // filesystem: ErrMountPoint where name is a mount point.
 func openatHere(dirfd int, name string, flags int) (int, error) {
-	for !noOpenat2.Load() {
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_XDEV})
+	if !noOpenat2.Load() {
+		fd, fallBack, err := openat2NoXdev(dirfd, name, flags)
+		if !fallBack {
+			return fd, err
+		}
+	}
+	return openat(dirfd, name, flags)
+}
+
+// openat2NoXdev is openat2 with RESOLVE_NO_XDEV; fallBack: openat2 is not
+// to be had, for this call (EPERM) or for good (ENOSYS).
+func openat2NoXdev(dirfd int, name string, flags int) (fd int, fallBack bool, err error) {
+	for {
+		fd, err = unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_XDEV})
 		switch err {
-		case nil:
-			return fd, nil
 		case unix.EINTR:
 			continue
 		case unix.ENOSYS:
 			noOpenat2.Store(true)
-		case unix.EXDEV:
-			return -1, fmt.Errorf("%s: %w", name, ErrMountPoint)
+			return -1, true, err
 		case unix.EPERM:
 			// Not a reason openat2 gives for these flags: a seccomp
 			// filter that knows no openat2 (some container runtimes).
-			// openat answers this call.
-		default:
-			return -1, err
+			return -1, true, err
+		case unix.EXDEV:
+			return -1, false, ErrMountPoint
 		}
-		break
+		return fd, false, err
 	}
+}
+
+func openat(dirfd int, name string, flags int) (int, error) {
 	for {
 		fd, err := syscall.Openat(dirfd, name, flags, 0)
 		if err != syscall.EINTR {
@@ -68,4 +82,23 @@ func statHere(dirfd int, name string) (unix.Stat_t, error) {
 	defer unix.Close(fd)
 	err = unix.Fstat(fd, &st)
 	return st, err
+}
+
+// MountGuard reports whether the daemon's reads refuse users' mounts here
+// (nil), or why they cannot: gleand says so at its start.
+func (s *Spool) MountGuard() error {
+	d, err := unix.Open(s.Dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(d)
+	fd, fallBack, err := openat2NoXdev(d, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if fallBack {
+		return fmt.Errorf("openat2 unavailable (%w: a kernel before 5.6, or a seccomp filter): a user's FUSE mount in the spool could block gleand", err)
+	}
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	return nil
 }

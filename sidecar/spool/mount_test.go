@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +35,30 @@ func TestHostileMountRefused(t *testing.T) {
 		return ws, err
 	}
 
+	// users/ is the admin's, and may be a filesystem of its own: a bind
+	// mount of itself here.
+	t.Run("users/ a mount of the admin's", func(t *testing.T) {
+		hostilefs.NeedRoot(t)
+		sp, uid, id, _ := setup(t)
+		users := filepath.Join(sp.Dir, UsersDir)
+		if err := syscall.Mount(users, users, "", syscall.MS_BIND, ""); err != nil {
+			t.Skipf("bind mount: %v", err)
+		}
+		t.Cleanup(func() { syscall.Unmount(users, syscall.MNT_DETACH) })
+		ws, err := sp.ScanWork(uid, id)
+		if err != nil || len(ws.Leases) != 1 || len(ws.Results) != 1 || len(ws.Problems) != 0 {
+			t.Errorf("ScanWork: %+v, %v", ws, err)
+		}
+		if _, problems := sp.ScanIncoming(); len(problems) != 0 {
+			t.Errorf("ScanIncoming: %v", problems)
+		}
+		if _, err := sp.ReadIncoming(Incoming{UID: uid, Name: NewID(time.Now())}, Limits{}); !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("ReadIncoming of an entry not there: %v, want ENOENT (users/ opened)", err)
+		}
+	})
 	t.Run("the work directory", func(t *testing.T) {
 		sp, uid, id, w := setup(t)
-		m := hostilefs.Need(t, w.Dir)
+		m := hostilefs.Need(t, w.Dir, sp.MountGuard())
 		if _, err := scan(t, m, sp, uid, id); !isMount(err) {
 			t.Errorf("ScanWork: %v, want ErrMountPoint", err)
 		}
@@ -48,7 +70,7 @@ func TestHostileMountRefused(t *testing.T) {
 	})
 	t.Run("the leases directory", func(t *testing.T) {
 		sp, uid, id, w := setup(t)
-		m := hostilefs.Need(t, filepath.Join(w.Dir, LeasesDir))
+		m := hostilefs.Need(t, filepath.Join(w.Dir, LeasesDir), sp.MountGuard())
 		ws, err := scan(t, m, sp, uid, id)
 		if err != nil || len(ws.Problems) != 1 || !isMount(ws.Problems[0]) || len(ws.Results) != 1 {
 			t.Errorf("ScanWork: %+v, %v; want the result and the leases' mount as the one problem", ws, err)
@@ -56,7 +78,7 @@ func TestHostileMountRefused(t *testing.T) {
 	})
 	t.Run("a lease file", func(t *testing.T) {
 		sp, uid, id, w := setup(t)
-		m := hostilefs.Need(t, w.LeasePath(0))
+		m := hostilefs.Need(t, w.LeasePath(0), sp.MountGuard())
 		ws, err := scan(t, m, sp, uid, id)
 		if err != nil || len(ws.Leases) != 1 || ws.Leases[0].Task != 0 || len(ws.Problems) != 1 || !isMount(ws.Problems[0]) {
 			t.Errorf("ScanWork: %+v, %v; want lease 0 listed, its mount the one problem", ws, err)
@@ -68,7 +90,7 @@ func TestHostileMountRefused(t *testing.T) {
 	})
 	t.Run("a result file", func(t *testing.T) {
 		sp, uid, id, w := setup(t)
-		m := hostilefs.Need(t, filepath.Join(w.Dir, ResultsDir, "1.a"))
+		m := hostilefs.Need(t, filepath.Join(w.Dir, ResultsDir, "1.a"), sp.MountGuard())
 		ws, err := scan(t, m, sp, uid, id)
 		if err != nil || len(ws.Results) != 1 || !isMount(ws.Results[0].Err) {
 			t.Errorf("ScanWork: %+v, %v; want the result refused as a mount point", ws, err)
@@ -76,7 +98,7 @@ func TestHostileMountRefused(t *testing.T) {
 	})
 	t.Run("the incoming directory", func(t *testing.T) {
 		sp, uid, _, _ := setup(t)
-		m := hostilefs.Need(t, filepath.Join(sp.UserDir(uid), IncomingDir))
+		m := hostilefs.Need(t, filepath.Join(sp.UserDir(uid), IncomingDir), sp.MountGuard())
 		var problems []error
 		hostilefs.Within(t, limit, "ScanIncoming", func() { _, problems = sp.ScanIncoming() }, m)
 		if len(problems) != 1 || !isMount(problems[0]) {
@@ -103,11 +125,23 @@ func TestHostileMountRefused(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, EntryFile), []byte("{}"), 0o640); err != nil {
 			t.Fatal(err)
 		}
-		m := hostilefs.Need(t, filepath.Join(dir, EntryFile))
+		m := hostilefs.Need(t, filepath.Join(dir, EntryFile), sp.MountGuard())
 		var err error
 		hostilefs.Within(t, limit, "ReadIncoming", func() { _, err = sp.ReadIncoming(Incoming{UID: uid, Name: id}, Limits{}) }, m)
 		if !isMount(err) {
 			t.Errorf("ReadIncoming: %v, want ErrMountPoint", err)
 		}
 	})
+}
+
+// Here (Linux >= 5.6, no seccomp filter in the way) the guard is up; where
+// it is not, gleand warns at start and the hostile-mount tests skip.
+func TestMountGuard(t *testing.T) {
+	sp := &Spool{Dir: t.TempDir()}
+	if err := sp.MountGuard(); err != nil {
+		t.Skipf("no openat2 here: %v", err)
+	}
+	if err := (&Spool{Dir: filepath.Join(t.TempDir(), "missing")}).MountGuard(); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("a missing spool: %v, want ENOENT", err)
+	}
 }

@@ -47,7 +47,7 @@ func (s *Spool) ScanIncoming() (found []Incoming, problems []error) {
 		return nil, []error{err}
 	}
 	defer root.Close()
-	users, err := openDir(int(root.Fd()), UsersDir, true)
+	users, err := openUsers(root, syscall.O_RDONLY)
 	if err != nil {
 		return nil, []error{err}
 	}
@@ -124,7 +124,7 @@ func (s *Spool) ReadIncoming(in Incoming, lim Limits) (*Read, error) {
 		return nil, err
 	}
 	defer root.Close()
-	users, err := openSearchDir(int(root.Fd()), UsersDir, true)
+	users, err := openUsers(root, unix.O_PATH)
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +186,18 @@ func openSearchDir(dirfd int, name string, nofollow bool) (*os.File, error) {
 }
 
 func openDirFlags(dirfd int, name string, nofollow bool, mode int) (*os.File, error) {
+	return openDirAt(dirfd, name, nofollow, mode, false)
+}
+
+// openUsers opens users/ in the spool root: the admin's, which may be a
+// filesystem of its own (a step onto a mount, refused below users/).
+func openUsers(root *os.File, mode int) (*os.File, error) {
+	return openDirAt(int(root.Fd()), UsersDir, true, mode, true)
+}
+
+// openDirAt is openDirFlags; relative to dirfd, a mount point is refused
+// (openatHere) unless cross.
+func openDirAt(dirfd int, name string, nofollow bool, mode int, cross bool) (*os.File, error) {
 	flags := mode | syscall.O_DIRECTORY | syscall.O_CLOEXEC
 	if nofollow {
 		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
@@ -195,14 +207,13 @@ func openDirFlags(dirfd int, name string, nofollow bool, mode int) (*os.File, er
 	}
 	var fd int
 	var err error
-	if dirfd < 0 {
-		for {
-			if fd, err = syscall.Open(name, flags, 0); err != syscall.EINTR {
-				break
-			}
-		}
-	} else {
-		fd, err = openatHere(dirfd, name, flags) // inside the spool (mount.go)
+	switch {
+	case dirfd < 0:
+		fd, err = openat(unix.AT_FDCWD, name, flags)
+	case cross:
+		fd, err = openat(dirfd, name, flags)
+	default:
+		fd, err = openatHere(dirfd, name, flags) // a user's (mount.go)
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || (nofollow && errors.Is(err, syscall.ENOTDIR) && isSymlinkAt(dirfd, name)) {
@@ -341,17 +352,6 @@ func (s *Spool) UserIDs() []int {
 	}
 	sort.Ints(uids)
 	return uids
-}
-
-// OwnedBy reports whether users/<uid> and its incoming directory are real
-// directories owned by uid (checked without following symlinks).
-func (s *Spool) OwnedBy(uid int) bool {
-	inc, err := s.OpenIncoming(uid)
-	if err != nil {
-		return false
-	}
-	inc.Close()
-	return true
 }
 
 // OpenIncoming opens users/<uid>/incoming if it and users/<uid> are real

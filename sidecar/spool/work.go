@@ -710,7 +710,7 @@ func (s *Spool) openWork(uid int, id string) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
-	users, err := openDir(int(root.Fd()), UsersDir, true)
+	users, err := openUsers(root, syscall.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

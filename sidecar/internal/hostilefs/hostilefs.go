@@ -1,8 +1,9 @@
 // Package hostilefs mounts, for tests, a FUSE filesystem whose server never
 // answers, as a hostile user could on a directory or file of theirs in the
 // spool: every call that reaches into the mount, even a stat of the mount
-// point, blocks until Abort. It needs root and /dev/fuse; Need skips a test
-// without them.
+// point, blocks until Abort. The mount is root's and lets root in
+// (user_id=0), as a user's mount with allow_other lets in the daemon's user.
+// It needs root and /dev/fuse; Need skips a test without them.
 package hostilefs
 
 import (
@@ -44,12 +45,23 @@ func New(path string) (*Mount, error) {
 	return &Mount{Path: path, fd: fd}, nil
 }
 
-// Need mounts on path, or skips the test where FUSE mounts are not
-// possible (not root, no /dev/fuse); Abort runs at the test's end.
-func Need(t testing.TB, path string) *Mount {
+// NeedRoot skips the test unless it runs as root (mounts).
+func NeedRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("hostilefs: mounting needs root")
+	}
+}
+
+// Need mounts on path, or skips the test where FUSE mounts are not
+// possible (not root, no /dev/fuse) or where the daemon cannot refuse
+// them (guard: spool.MountGuard's answer; without openat2 a mount blocks
+// it, as documented). Abort runs at the test's end.
+func Need(t testing.TB, path string, guard error) *Mount {
+	t.Helper()
+	NeedRoot(t)
+	if guard != nil {
+		t.Skipf("hostilefs: %v", guard)
 	}
 	m, err := New(path)
 	if err != nil {
