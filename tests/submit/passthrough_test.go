@@ -116,11 +116,20 @@ func queued(t *testing.T, id string) string {
 	}
 	var keep []string
 	for _, rec := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// Once a job started, which scheduler started it (Scheduler=Main
+		// or Backfill) is timing, and so is its TimeLimit: a job without
+		// one showed UNLIMITED when the main scheduler started it and a
+		// finite limit when backfill did (a fresh-clone run, -W).
+		started := !strings.Contains(" "+rec+" ", " JobState=PENDING ")
 		for _, f := range strings.Fields(rec) {
 			k, _, _ := strings.Cut(f, "=")
 			switch k {
-			case "SubmitTime", "EligibleTime", "AccrueTime", "StartTime", "EndTime", "LastSchedEval", "Priority", "Reason", "JobState", "RunTime", "SchedNodeList", "NodeList", "BatchHost", "PreemptEligibleTime", "SuspendTime", "SecsPreSuspend", "Restarts", "TimeLeft":
+			case "SubmitTime", "EligibleTime", "AccrueTime", "StartTime", "EndTime", "LastSchedEval", "Priority", "Reason", "JobState", "RunTime", "SchedNodeList", "NodeList", "BatchHost", "PreemptEligibleTime", "SuspendTime", "SecsPreSuspend", "Restarts", "TimeLeft", "Scheduler":
 				continue
+			case "TimeLimit":
+				if started {
+					continue
+				}
 			}
 			keep = append(keep, normalize(f))
 		}
