@@ -430,14 +430,7 @@ func TestLoopRescans(t *testing.T) {
 	go func() { done <- l.Run(ctx) }()
 	e := fx.submit(t, 1, nil)
 	deadline := time.After(10 * time.Second)
-	for accepted := false; !accepted; {
-		select {
-		case st := <-rounds:
-			accepted = st.Accepted == 1
-		case <-deadline:
-			t.Fatal("entry not taken in by the rescan")
-		}
-	}
+	awaitAccepted(t, rounds, deadline, "entry not taken in by the rescan", nil)
 	cancel()
 	<-done
 	if r := fx.record(e); r == nil || r.State != spool.StateQueued {
@@ -456,12 +449,24 @@ func TestLoopWatches(t *testing.T) {
 	<-rounds // the first round, at start
 	fx.submit(t, 1, nil)
 	deadline := time.After(10 * time.Second)
-	for accepted := false; !accepted; {
+	awaitAccepted(t, rounds, deadline, "entry not taken in through fsnotify", nil)
+}
+
+// awaitAccepted waits for a round that takes in one entry; at the
+// deadline it runs onTimeout (if any: what lets the loop stop) and fails.
+func awaitAccepted(t *testing.T, rounds <-chan Stats, deadline <-chan time.Time, why string, onTimeout func()) {
+	t.Helper()
+	for {
 		select {
 		case st := <-rounds:
-			accepted = st.Accepted == 1
+			if st.Accepted == 1 {
+				return
+			}
 		case <-deadline:
-			t.Fatal("entry not taken in through fsnotify")
+			if onTimeout != nil {
+				onTimeout()
+			}
+			t.Fatal(why)
 		}
 	}
 }
@@ -670,12 +675,5 @@ func TestLoopWatchesIncomingMadeAgain(t *testing.T) {
 		t.Fatal("no round for a new directory in users/")
 	}
 	fx.submit(t, 1, nil)
-	for accepted := false; !accepted; {
-		select {
-		case st := <-rounds:
-			accepted = st.Accepted == 1
-		case <-deadline:
-			t.Fatal("an entry in the incoming directory made again not taken in through fsnotify")
-		}
-	}
+	awaitAccepted(t, rounds, deadline, "an entry in the incoming directory made again not taken in through fsnotify", nil)
 }

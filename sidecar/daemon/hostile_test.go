@@ -585,15 +585,7 @@ func TestLoopHostileMount(t *testing.T) {
 		t.Fatal("the loop's first round blocked in alice's mount")
 	}
 	fx.submitAs(t, uidBob, "bob", nil)
-	for accepted := false; !accepted; {
-		select {
-		case st := <-rounds:
-			accepted = st.Accepted == 1
-		case <-deadline:
-			m.Abort()
-			t.Fatal("bob's entry not taken in beside alice's mount")
-		}
-	}
+	awaitAccepted(t, rounds, deadline, "bob's entry not taken in beside alice's mount", m.Abort)
 }
 
 // The watcher watches an incoming directory through the descriptor it
