@@ -10,11 +10,77 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// nsEnv marks the test binary that Main started in a mount namespace of
+// its own.
+const nsEnv = "GLEAN_HOSTILEFS_PRIVATE_NS"
+
+// Main runs a package's tests, as root, in a mount namespace of their
+// own: a hostile mount that a killed test binary could not abort dies
+// with the binary, instead of staying in the host's namespace (it would
+// answer ENOTCONN there until someone unmounted it). Call it from
+// TestMain: os.Exit(hostilefs.Main(m)). Where no namespace can be made
+// (not root, no CAP_SYS_ADMIN) the tests run here, as before.
+func Main(m *testing.M) int {
+	if os.Geteuid() != 0 || os.Getenv(nsEnv) != "" {
+		return m.Run()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return m.Run()
+	}
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Args[0] = os.Args[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), nsEnv+"=1")
+	// Go's fork marks / private (MS_REC) after unsharing, so the tests'
+	// mounts do not propagate back. Pdeathsig is tied to the thread that
+	// forks: keep it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// The go command signals the test binary (SIGQUIT on its timeout, so
+	// that it prints its goroutines): pass them on.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "hostilefs: no mount namespace of the tests' own (%v): FUSE mounts are made in this one\n", err)
+		signal.Stop(sigs)
+		return m.Run()
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				cmd.Process.Signal(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		return ee.ExitCode()
+	default:
+		fmt.Fprintf(os.Stderr, "hostilefs: the tests in their own mount namespace: %v\n", err)
+		return 2
+	}
+}
 
 // Mount is a mounted hostile filesystem.
 type Mount struct {
