@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -286,22 +287,35 @@ func openOwned(dir *os.File, name string, uid int) (*os.File, int64, error) {
 // readOwned reads dir/name: a regular file with one link owned by uid, at
 // most max bytes (openOwned).
 func readOwned(dir *os.File, name string, uid int, max int64) ([]byte, error) {
+	data, _, err := readOwnedMtime(dir, name, uid, max)
+	return data, err
+}
+
+// readOwnedMtime is readOwned that also returns the file's mtime, from
+// the descriptor it read: content and time are of one file even when the
+// name is replaced meanwhile.
+func readOwnedMtime(dir *os.File, name string, uid int, max int64) ([]byte, time.Time, error) {
 	f, size, err := openOwned(dir, name, uid)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, time.Time{}, err
+	}
+	mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 	if size > max {
-		return nil, fmt.Errorf("%w: %d bytes, the site allows %d", ErrTooLarge, size, max)
+		return nil, mtime, fmt.Errorf("%w: %d bytes, the site allows %d", ErrTooLarge, size, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, err
+		return nil, mtime, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, max)
+		return nil, mtime, fmt.Errorf("%w: over %d bytes", ErrTooLarge, max)
 	}
-	return data, nil
+	return data, mtime, nil
 }
 
 // ReadOwnEntry reads an entry of the calling user (for `glean status` and

@@ -598,14 +598,22 @@ func (s *Spool) ScanWork(uid int, id string) (WorkScan, error) {
 				continue // not a task index (agents only create those)
 			}
 			li := LeaseInfo{Task: i}
-			if st, err := statHere(int(leases.Fd()), n); err == nil {
-				li.Heartbeat = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
-			}
-			if data, err := readOwned(leases, n, uid, maxTaskFileBytes); err == nil {
+			// The heartbeat is the mtime of the file whose content was
+			// read (one open), so an attempt never pairs with another
+			// attempt's time. A lease that cannot be read (a link, a
+			// FIFO) still has the time of what is there.
+			data, mtime, err := readOwnedMtime(leases, n, uid, maxTaskFileBytes)
+			if err == nil {
 				_ = json.Unmarshal(data, &li.Lease)
 			} else {
 				ws.Problems = append(ws.Problems, fmt.Errorf("lease %s: %w", n, err))
+				if mtime.IsZero() {
+					if st, err := statHere(int(leases.Fd()), n); err == nil {
+						mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+					}
+				}
 			}
+			li.Heartbeat = mtime
 			ws.Leases = append(ws.Leases, li)
 		}
 		leases.Close()

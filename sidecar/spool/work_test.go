@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A lease taken with SyncLater is in place (and readable) at once;
@@ -168,5 +170,40 @@ func TestOneLine(t *testing.T) {
 		if got := OneLine(tc.in, tc.max); got != tc.want {
 			t.Errorf("OneLine(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
+	}
+}
+
+// A lease's heartbeat is the mtime of the file whose content was read; a
+// lease the daemon cannot read (a link) has its own time, and a problem.
+func TestScanWorkHeartbeat(t *testing.T) {
+	sp, uid, id, w := newWork(t)
+	if _, err := w.Take([]int{0}, Lease{Attempt: "a", Pilot: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	leases := filepath.Join(w.Dir, LeasesDir)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	if err := os.Chtimes(filepath.Join(leases, "0"), t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(leases, "1")); err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
+	tv := []unix.Timeval{unix.NsecToTimeval(t1.UnixNano()), unix.NsecToTimeval(t1.UnixNano())}
+	if err := unix.Lutimes(filepath.Join(leases, "1"), tv); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := sp.ScanWork(uid, id)
+	if err != nil || len(ws.Leases) != 2 {
+		t.Fatalf("ScanWork: %+v, %v", ws, err)
+	}
+	if l := ws.Leases[0]; l.Lease.Attempt != "a" || !l.Heartbeat.Equal(t0) {
+		t.Errorf("lease 0: attempt %q heartbeat %v, want a at %v", l.Lease.Attempt, l.Heartbeat, t0)
+	}
+	if l := ws.Leases[1]; l.Lease.Attempt != "" || !l.Heartbeat.Equal(t1) {
+		t.Errorf("symlinked lease 1: attempt %q heartbeat %v, want none at the link's %v", l.Lease.Attempt, l.Heartbeat, t1)
+	}
+	if len(ws.Problems) != 1 || !errors.Is(ws.Problems[0], ErrSymlink) {
+		t.Errorf("problems %v, want the symlinked lease's", ws.Problems)
 	}
 }
