@@ -355,6 +355,52 @@ func TestIntakeRejects(t *testing.T) {
 	}
 }
 
+// An entry whose anchor Slurm no longer knows (scancelled while gleand
+// was down longer than MinJobAge) is rejected, and its shadow array,
+// verified by its own comment, is cancelled: it would pend for a year.
+// One that is not the entry's (another comment) is left alone.
+func TestIntakeRejectCancelsShadowOfPurgedAnchor(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		comment func(e *spool.Entry) string
+		cancels bool
+	}{
+		{"the entry's shadow array", func(e *spool.Entry) string { return spool.ShadowComment(e.ID, e.Nonce) }, true},
+		{"another nonce", func(e *spool.Entry) string { return spool.ShadowComment(e.ID, spool.NewNonce()) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			e := fx.submit(t, 4, func(e *spool.Entry, _ *QJob) { e.Mode, e.Shadow = "fair", strconv.Itoa(nextJob+1) })
+			fx.slurm.mu.Lock()
+			delete(fx.slurm.jobs, e.Anchor)
+			sh := fx.slurm.jobs[e.Shadow]
+			sh.Comment = tc.comment(e)
+			fx.slurm.jobs[e.Shadow] = sh
+			fx.slurm.mu.Unlock()
+			if st := fx.round(t); st.Rejected != 1 {
+				t.Fatalf("round: %+v", st)
+			}
+			r := fx.record(e)
+			if r == nil || r.State != spool.StateRejected || !strings.Contains(r.Reason, "not known to Slurm") {
+				t.Fatalf("record %+v, want rejected: anchor not known", r)
+			}
+			want := []string(nil)
+			if tc.cancels {
+				want = []string{"cancel " + e.Shadow}
+				if !strings.Contains(r.Reason, "shadow array "+e.Shadow+" is cancelled") {
+					t.Errorf("reason %q does not say the shadow array is cancelled", r.Reason)
+				}
+			}
+			if !slices.Equal(fx.slurm.calls, want) {
+				t.Errorf("actions %q, want %q", fx.slurm.calls, want)
+			}
+			if fx.round(t); !slices.Equal(fx.slurm.calls, want) {
+				t.Errorf("a second round acted again: %q", fx.slurm.calls)
+			}
+		})
+	}
+}
+
 func TestIntakeCapsJobs(t *testing.T) {
 	fx := newFixture(t)
 	for i := 0; i < 4; i++ {

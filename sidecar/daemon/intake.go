@@ -275,17 +275,15 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		rec.User = strconv.Itoa(f.UID)
 	}
 	var e *spool.Entry
-	// reject records the rejection, then acts on the jobs verified as the
+	// refuse records the rejection, then acts on the jobs verified as the
 	// entry's (the record, with the entry's nonce, is what lets the
-	// privileged helper act on them): the anchor is released, to run as
-	// the user, write the reason into the user's -o file and exit 1; the
-	// shadow array is cancelled.
-	reject := func(reason string, verified ...string) string {
+	// privileged helper act on them): release (the anchor: it runs as the
+	// user, writes the reason into the user's -o file and exits 1) and
+	// cancel (the shadow array).
+	refuse := func(reason string, release, cancel []string) string {
 		rec.State, rec.Reason, rec.Ended = spool.StateRejected, reason, now
-		if len(verified) > 0 {
-			// The anchor is released (it writes the reason into the
-			// user's -o file and exits 1), the shadow array cancelled.
-			rec.Entry, rec.Release, rec.Cancel = e, verified[:1], verified[1:]
+		if len(release)+len(cancel) > 0 {
+			rec.Entry, rec.Release, rec.Cancel = e, release, cancel
 		}
 		if err := in.store(rec, spool.Event{Time: now, Event: "rejected", Detail: reason}, "reject/recorded"); err != nil {
 			log.Error("recording a rejection", "err", err)
@@ -295,6 +293,14 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		in.cancelLeft(ctx, rec, jobs, "reject/cancelled")
 		log.Info("entry rejected", "reason", reason)
 		return spool.StateRejected
+	}
+	// reject is refuse with the verified jobs: the anchor first, then
+	// the shadow array.
+	reject := func(reason string, verified ...string) string {
+		if len(verified) == 0 {
+			return refuse(reason, nil, nil)
+		}
+		return refuse(reason, verified[:1], verified[1:])
 	}
 
 	lim := spool.Limits{MaxTasks: in.opt.Limits.MaxTasksPerJob}
@@ -323,7 +329,14 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 	aj, ok := jobs[e.Anchor]
 	switch {
 	case !ok:
-		return reject(fmt.Sprintf("anchor job %s is not known to Slurm", e.Anchor))
+		reason := fmt.Sprintf("anchor job %s is not known to Slurm", e.Anchor)
+		if sj, ok := jobs[e.Shadow]; e.Shadow != "" && ok && sj.User == rec.User && sj.Comment == spool.ShadowComment(e.ID, e.Nonce) && !Ended(sj.State) {
+			// Its anchor ended and was purged (MinJobAge) before glean
+			// took it in: the shadow array, verified by its own comment,
+			// would otherwise pend behind its begin time for a year.
+			return refuse(reason+fmt.Sprintf(": it ended before glean took the job in (or never was); its shadow array %s is cancelled", e.Shadow), nil, []string{e.Shadow})
+		}
+		return reject(reason)
 	case aj.User != rec.User:
 		return reject(fmt.Sprintf("anchor job %s is not yours (it belongs to %s)", e.Anchor, aj.User))
 	case aj.Comment != spool.Comment(e.ID, e.Nonce):
