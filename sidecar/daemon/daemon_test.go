@@ -331,6 +331,10 @@ func TestIntakeRejects(t *testing.T) {
 		{"impossible CPUs", 1, func(e *spool.Entry, a *QJob) { e.Resources = spool.Resources{CPUsPerTask: 8, NTasks: 1, CPUs: 8} }, "a task needs 8 CPUs", true},
 		{"impossible memory", 1, func(e *spool.Entry, a *QJob) { e.Resources.MemMB = 5000 }, "needs 5000 MB", true},
 		{"over the user's task cap", 1001, nil, "max_tasks_per_user", true},
+		// Released by its owner before the intake: it cannot be held,
+		// and a running job is not released again.
+		{"anchor already running", 1, func(e *spool.Entry, a *QJob) { a.State, a.Reason = "RUNNING", "None" }, "is RUNNING: it was released before glean took the job in", false},
+		{"anchor suspended", 1, func(e *spool.Entry, a *QJob) { a.State, a.Reason = "SUSPENDED", "None" }, "is SUSPENDED: it was released", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := newFixture(t)

@@ -370,6 +370,14 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		return spool.StateCancelled
 	}
 
+	if Started(aj.State) {
+		// Released by its owner before glean took it in (or a job of
+		// theirs made to look like one): it can no longer be held, and
+		// every round's hold would fail. Release skips a job not pending.
+		return reject(fmt.Sprintf("anchor job %s is %s: it was released before glean took the job in, and glean runs only a job "+
+			"whose anchor it holds pending; scancel it and submit again", e.Anchor, aj.State), verified...)
+	}
+
 	// The user's caps.
 	jobsOfUser, tasksOfUser := 0, 0
 	for _, r := range in.known {
