@@ -138,7 +138,7 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 	}
 	records.Fail = fail
 	intake, err := daemon.NewIntake(daemon.Options{Spool: sp, AnchorPartition: cfg.Partitions.Anchor,
-		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, Fail: fail},
+		PilotPartition: cfg.Partitions.Pilot, Limits: cfg.Limits, MinUID: cfg.Helper.MinUID, Fail: fail},
 		records, nil, priv, nil, log) // Slurm is read once per round, by the loop's observation
 	if err != nil {
 		return err

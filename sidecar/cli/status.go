@@ -148,6 +148,8 @@ func Status(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		switch {
 		case r.State == spool.StateRejected:
 			state += ": " + spool.OneLine(r.Reason, 60)
+		case r.Active() && strings.HasPrefix(r.PilotTrouble, spool.PilotsRefused):
+			state += " (pilots refused: glean show)"
 		case r.Active() && r.PilotTrouble != "":
 			state += " (pilots die at start: glean show)"
 		}

@@ -405,6 +405,43 @@ func TestIntakeRejectCancelsShadowOfPurgedAnchor(t *testing.T) {
 	}
 }
 
+// An entry of a uid below helper.min_uid is rejected at intake, saying
+// so: glean-helper would refuse every pilot and the job would stay queued
+// for ever. Its anchor is released (to write the reason into its -o) and
+// its shadow array cancelled, except root's: glean never acts on those.
+func TestIntakeRejectsBelowMinUID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		uid  int
+		user string
+		acts bool
+	}{
+		{"a system account", uidAlice, "alice", true},
+		{"root", 0, "root", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := hostileFixture(t)
+			fx.in.opt.MinUID = uidAlice + 1
+			e := fx.submitAs(t, tc.uid, tc.user, func(e *spool.Entry, _ *QJob) { e.Mode, e.Shadow = "fair", strconv.Itoa(nextJob+1) })
+			if st := fx.round(t); st.Rejected != 1 {
+				t.Fatalf("round: %+v", st)
+			}
+			r := fx.record(e)
+			want := fmt.Sprintf("uid %d is a system account: glean runs no pilots for uids below helper.min_uid (%d)", tc.uid, uidAlice+1)
+			if r == nil || r.State != spool.StateRejected || !strings.Contains(r.Reason, want) {
+				t.Fatalf("record %+v, want rejected with %q", r, want)
+			}
+			var acts []string
+			if tc.acts {
+				acts = []string{"cancel " + e.Shadow, "release " + e.Anchor}
+			}
+			if !slices.Equal(fx.slurm.calls, acts) {
+				t.Errorf("actions %q, want %q", fx.slurm.calls, acts)
+			}
+		})
+	}
+}
+
 func TestIntakeCapsJobs(t *testing.T) {
 	fx := newFixture(t)
 	for i := 0; i < 4; i++ {

@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
+	"github.com/glean-hpc/glean/sidecar/privhelper"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -204,6 +206,32 @@ func (x *Executor) watchStarts(now time.Time, r *spool.Record, b *book, busy map
 	x.log.Warn("pilots end without running a task: holding back new ones", "job", name, "in_a_row", d.fails,
 		"pilot", last.ID, "node", last.Node, "why", why, "hold", d.delay)
 	return true
+}
+
+// pilotsRefused holds back r's new pilots after glean-helper refused to
+// submit them: its checks failed (the record's uid below helper.min_uid,
+// its user not that uid on the helper's host, its anchor no longer the
+// owner's), which asking every round does not change. The hold is a dead
+// start's (a minute, doubling up to deadStartMaxHold), and PilotTrouble
+// says why; a pilot submitted after it that runs a task clears it.
+// Permanent for the job or not (a user lookup that failed for a while),
+// the job is not ended: its shadow array, if any, still runs its tasks,
+// and its owner sees the reason in glean status and glean show.
+func (x *Executor) pilotsRefused(now time.Time, r *spool.Record, err error) {
+	name := r.DirName()
+	d := x.deadStarts[name]
+	if d == nil || d.over(now) {
+		d = &deadStart{}
+		x.deadStarts[name] = d
+	}
+	d.ceiling, d.last = deadStartMaxHold, now
+	d.next(true, deadStartFirstHold, now)
+	why := err.Error()
+	if ref := (*privhelper.Refusal)(nil); errors.As(err, &ref) {
+		why = ref.Reason
+	}
+	r.PilotTrouble = fmt.Sprintf("%s%s; no new pilot before %s", spool.PilotsRefused, why, d.until.UTC().Format(time.RFC3339))
+	x.log.Warn("glean-helper refuses the job's pilots: holding back new ones", "job", name, "why", err, "hold", d.delay)
 }
 
 // diedAtStart reports whether pilot p, which ended this round as Slurm

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/glean-hpc/glean/sidecar/cluster"
 	"github.com/glean-hpc/glean/sidecar/policy"
+	"github.com/glean-hpc/glean/sidecar/privhelper"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -34,6 +36,20 @@ func livePilotIDs(r *spool.Record) []string {
 		}
 	}
 	return ids
+}
+
+// runOneTask starts e's first live pilot and has it complete one task,
+// over two rounds a second apart; it returns the pilot's id.
+func runOneTask(t *testing.T, fx *fixture, m *slurmModel, x *Executor, e *spool.Entry) string {
+	t.Helper()
+	id := livePilotIDs(fx.record(e))[0]
+	m.start(id)
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	fx.finishTasks(t, e.ID, 1, id)
+	fx.now = fx.now.Add(time.Second)
+	m.round(t, fx.in, x)
+	return id
 }
 
 // Pilots whose agent dies at start (they end seconds after they start,
@@ -115,17 +131,11 @@ func TestDeadStartHoldsPilots(t *testing.T) {
 		t.Fatalf("helper %q after the 2-minute hold: want pilots again", helper)
 	}
 	// One of these runs a task: the trouble is over.
-	ids := livePilotIDs(fx.record(e))
-	m.start(ids[0])
-	fx.now = fx.now.Add(time.Second)
-	m.round(t, fx.in, x)
-	fx.finishTasks(t, e.ID, 1, ids[0])
-	fx.now = fx.now.Add(time.Second)
-	m.round(t, fx.in, x)
+	worker := runOneTask(t, fx, m, x, e)
 	if r := fx.record(e); r.PilotTrouble != "" || x.deadStarts[r.DirName()] != nil {
 		t.Fatalf("trouble %q, %+v after a pilot ran a task: want none", r.PilotTrouble, x.deadStarts[r.DirName()])
 	}
-	if slices.Contains(first, ids[0]) {
+	if slices.Contains(first, worker) {
 		t.Fatal("a pilot id reused")
 	}
 }
@@ -385,5 +395,75 @@ func TestDeadStartNotWhenNothingWaits(t *testing.T) {
 	m.round(t, fx.in, x)
 	if d, n := x.deadStarts[fx.record(e).DirName()], len(x.deadNodes); d != nil || n != 0 {
 		t.Errorf("run %+v, %d node runs: want none", d, n)
+	}
+}
+
+// refusingActor is glean-helper refusing the record's pilots (as for a
+// uid below helper.min_uid) while refuse is set, the model otherwise.
+type refusingActor struct {
+	*slurmModel
+	refuse bool
+}
+
+func (a *refusingActor) SubmitPilots(ctx context.Context, record string, intents []spool.PilotJob) ([]string, error) {
+	if !a.refuse {
+		return a.slurmModel.SubmitPilots(ctx, record, intents)
+	}
+	a.ask("submit-pilots", record+" refused")
+	return nil, fmt.Errorf("privileged helper (sock): submit-pilots %s: %w", record,
+		&privhelper.Refusal{Reason: "record " + record + ": uid 500 is a system account (helper.min_uid 1000)"})
+}
+
+// A job whose pilots glean-helper refuses (a refusal: its checks failed,
+// not Slurm) is not asked for again every round: its new pilots are held
+// back as after dead starts (a minute, then two), PilotTrouble gives the
+// helper's reason, and a pilot that runs a task once the helper submits
+// again clears it.
+func TestPilotsRefusedHoldAndSay(t *testing.T) {
+	fx, m, x := newRound(t, 2, policy.DefaultConfig())
+	act := &refusingActor{slurmModel: m, refuse: true}
+	x.base = act
+	e := fx.submit(t, 40, nil)
+	_, helper := m.round(t, fx.in, x)
+	r := fx.record(e)
+	if submits(helper) != 1 || r.State != spool.StateQueued || !strings.HasPrefix(r.PilotTrouble, spool.PilotsRefused) ||
+		!strings.Contains(r.PilotTrouble, "uid 500 is a system account (helper.min_uid 1000); no new pilot before ") {
+		t.Fatalf("helper %q, state %s, trouble %q: want one refused request and the helper's reason", helper, r.State, r.PilotTrouble)
+	}
+	rs, err := fx.s.OpenRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	if onDisk, err := rs.Get(r.DirName()); err != nil || onDisk.PilotTrouble != r.PilotTrouble {
+		t.Fatalf("record on disk: trouble %q, %v: want it recorded for glean status", onDisk.PilotTrouble, err)
+	}
+	for _, wait := range []time.Duration{2 * time.Second, 50 * time.Second} {
+		fx.now = fx.now.Add(wait)
+		if _, helper := m.round(t, fx.in, x); submits(helper) != 0 {
+			t.Fatalf("helper %q %v after a refusal: want no request within the minute's hold", helper, wait)
+		}
+	}
+	if n := len(fx.record(e).PilotJobs); n != 0 {
+		t.Errorf("%d refused intents kept: want them forgotten", n)
+	}
+	fx.now = fx.now.Add(10 * time.Second)
+	if _, helper := m.round(t, fx.in, x); submits(helper) != 1 {
+		t.Fatalf("helper %q after the hold: want one request", helper)
+	}
+	// That one was refused again: a hold of two minutes. Then the
+	// helper submits them.
+	act.refuse = false
+	fx.now = fx.now.Add(110 * time.Second)
+	if _, helper := m.round(t, fx.in, x); submits(helper) != 0 {
+		t.Fatalf("helper %q 110 s into a 2-minute hold", helper)
+	}
+	fx.now = fx.now.Add(11 * time.Second)
+	if _, helper := m.round(t, fx.in, x); submits(helper) != 1 || len(livePilotIDs(fx.record(e))) != 2 {
+		t.Fatalf("helper %q, pilots %v after the 2-minute hold: want 2 pilots", helper, livePilotIDs(fx.record(e)))
+	}
+	runOneTask(t, fx, m, x, e)
+	if r := fx.record(e); r.PilotTrouble != "" {
+		t.Fatalf("trouble %q after a pilot ran a task: want none", r.PilotTrouble)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/config"
 	"github.com/glean-hpc/glean/sidecar/failpoint"
 	"github.com/glean-hpc/glean/sidecar/policy"
+	"github.com/glean-hpc/glean/sidecar/privhelper"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -667,6 +668,13 @@ func (x *Executor) submitPilots(ctx context.Context, now time.Time, acts []polic
 			hi := min(lo+pilotsPerRequest, len(r.PilotJobs))
 			ids, err := x.act.SubmitPilots(ctx, name, slices.Clone(r.PilotJobs[lo:hi]))
 			returned := x.clock()
+			if privhelper.IsRefusal(err) {
+				// Refused before any sbatch: the record's intents are
+				// forgotten next round, and its next requests would be
+				// refused too.
+				x.pilotsRefused(now, r, err)
+				break
+			}
 			if err != nil {
 				// An sbatch whose answer was lost may still have submitted
 				// its pilot: the intent stays until the next round's

@@ -128,7 +128,10 @@ type Options struct {
 	AnchorPartition string
 	PilotPartition  string
 	Limits          config.Limits
-	Fail            *failpoint.Set // crash tests only
+	// MinUID is helper.min_uid: glean-helper submits no pilot for a uid
+	// below it (system accounts), so such entries are rejected. 0: none.
+	MinUID int
+	Fail   *failpoint.Set // crash tests only
 }
 
 // Intake takes entries in and follows the jobs' anchors.
@@ -376,6 +379,17 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		// every round's hold would fail. Release skips a job not pending.
 		return reject(fmt.Sprintf("anchor job %s is %s: it was released before glean took the job in, and glean runs only a job "+
 			"whose anchor it holds pending; scancel it and submit again", e.Anchor, aj.State), verified...)
+	}
+
+	if f.UID < in.opt.MinUID {
+		// glean-helper would refuse every pilot of the job, which would
+		// stay queued for ever. Root's jobs glean never touches.
+		reason := fmt.Sprintf("uid %d is a system account: glean runs no pilots for uids below helper.min_uid (%d); "+
+			"submit without --glean, or as a regular user", f.UID, in.opt.MinUID)
+		if f.UID == 0 || rec.User == "root" {
+			return reject(reason)
+		}
+		return reject(reason, verified...)
 	}
 
 	// The user's caps.

@@ -61,7 +61,7 @@ func statusLine(at time.Time, took time.Duration, st Stats, xs ExecStats, backof
 	}
 	fmt.Fprintf(&b, "%d jobs active", active)
 	if xs.Held > 0 {
-		fmt.Fprintf(&b, " (%d with pilots held back: they die at start, see glean show)", xs.Held)
+		fmt.Fprintf(&b, " (%d with pilots held back: they die at start or glean-helper refuses them, see glean show)", xs.Held)
 	}
 	if xs.HeldNodes > 0 {
 		fmt.Fprintf(&b, "; %d nodes held back: pilots die at start there (gleand's log names them)", xs.HeldNodes)

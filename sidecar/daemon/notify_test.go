@@ -131,7 +131,7 @@ func TestStatusLine(t *testing.T) {
 		{"busy", 48 * time.Millisecond, Stats{Accepted: 1}, ExecStats{Committed: 12, Submitted: 2}, 0,
 			"STATUS=round at 14:02:05 took 48ms; 2 jobs active; 1 accepted, 12 tasks committed, 2 pilots submitted"},
 		{"pilots held back", 48 * time.Millisecond, Stats{}, ExecStats{Held: 1}, 0,
-			"STATUS=round at 14:02:05 took 48ms; 2 jobs active (1 with pilots held back: they die at start, see glean show)"},
+			"STATUS=round at 14:02:05 took 48ms; 2 jobs active (1 with pilots held back: they die at start or glean-helper refuses them, see glean show)"},
 		{"nodes held back", 48 * time.Millisecond, Stats{}, ExecStats{HeldNodes: 2}, 0,
 			"STATUS=round at 14:02:05 took 48ms; 2 jobs active; 2 nodes held back: pilots die at start there (gleand's log names them)"},
 		{"slurm down", 8 * time.Second, Stats{}, ExecStats{SlurmDown: true}, 20 * time.Second,

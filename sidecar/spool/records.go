@@ -105,9 +105,10 @@ type Record struct {
 	// --glean budget counts them however long the job lives.
 	PilotTimeSpent time.Duration `json:"pilot_time_spent,omitempty"`
 	// PilotTrouble says why the job's last pilots ended without running a
-	// task (the daemon holds back new ones for a while: docs/execution.md);
-	// cleared when one of its pilots runs a task. Public: glean show
-	// prints it.
+	// task, or (beginning with PilotsRefused) why glean-helper refused to
+	// submit them (the daemon holds back new ones for a while:
+	// docs/execution.md); cleared when one of its pilots runs a task.
+	// Public: glean show prints it.
 	PilotTrouble string `json:"pilot_trouble,omitempty"`
 	// AnchorReleased: the job ended and its anchor was released to run.
 	AnchorReleased bool `json:"anchor_released,omitempty"`
@@ -127,6 +128,10 @@ type Record struct {
 	// at its start if the journal's tail does not hold it (JournalPending).
 	Pending *Event `json:"pending_event,omitempty"`
 }
+
+// PilotsRefused begins a Record.PilotTrouble that is glean-helper's
+// refusal to submit the job's pilots.
+const PilotsRefused = "glean-helper refuses to submit this job's pilots: "
 
 // PilotJob is one pilot as the daemon recorded it.
 type PilotJob struct {
