@@ -96,6 +96,11 @@ type Limits struct {
 	MaxJobsPerUser  int `toml:"max_jobs_per_user"`
 	MaxTasksPerUser int `toml:"max_tasks_per_user"`
 	MaxTasksPerJob  int `toml:"max_tasks_per_job"`
+	// MaxEntriesPerRound: how many of a user's new spool entries one
+	// gleand round takes in (or rejects); the rest wait for later rounds,
+	// so that one user's flood of entries (a mkdir each) neither makes
+	// rounds long nor delays other users' entries.
+	MaxEntriesPerRound int `toml:"max_entries_per_round"`
 	// TaskRetries: how often a failed task is run again before it counts
 	// as failed. Give-way, time-limit and lost-pilot ends do not count.
 	TaskRetries int `toml:"task_retries"`
@@ -166,8 +171,8 @@ func Default() Config {
 		Spool:      Spool{Dir: "/var/spool/glean", Group: "glean", MaxEntryBytes: 1 << 20, MaxScriptBytes: 4 << 20},
 		Policy: Policy{DefaultMode: "fair", Margin: Duration{2 * time.Minute}, Grace: Duration{60 * time.Second},
 			MaxPendingPilots: 8, MinPilotTime: Duration{2 * time.Minute}},
-		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000, TaskRetries: 2,
-			MaxAttempts: 20, MaxWaste: Duration{24 * time.Hour}},
+		Limits: Limits{MaxJobsPerUser: 100, MaxTasksPerUser: 1_000_000, MaxTasksPerJob: 1_000_000, MaxEntriesPerRound: 20,
+			TaskRetries: 2, MaxAttempts: 20, MaxWaste: Duration{24 * time.Hour}},
 		Checkpoint: Checkpoint{KeepFailed: Duration{7 * 24 * time.Hour}},
 		Daemon:     Daemon{User: "glean", Rescan: Duration{10 * time.Second}, Watch: true, HeartbeatTimeout: Duration{time.Minute}},
 		Helper: Helper{Socket: "/run/glean/helper.sock", Agent: "/usr/bin/glean-agent",
@@ -248,6 +253,9 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxJobsPerUser < 1 || c.Limits.MaxTasksPerUser < 1 || c.Limits.MaxTasksPerJob < 1 {
 		bad("limits", "every cap must be at least 1")
+	}
+	if c.Limits.MaxEntriesPerRound < 1 {
+		bad("limits.max_entries_per_round", "must be at least 1, not %d: a round takes that many of a user's new entries in", c.Limits.MaxEntriesPerRound)
 	}
 	if c.Limits.TaskRetries < 0 {
 		bad("limits.task_retries", "must not be negative")

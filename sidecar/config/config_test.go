@@ -55,6 +55,7 @@ func TestLoadRejects(t *testing.T) {
 		{"metrics address with an empty port", "[daemon]\nmetrics_listen = \"127.0.0.1:\"\n", "daemon.metrics_listen"},
 		{"attempt cap below the retries", "[limits]\ntask_retries = 5\nmax_attempts = 5\n", "limits.max_attempts"},
 		{"negative waste cap", "[limits]\nmax_waste = \"-1h\"\n", "limits.max_waste"},
+		{"no entry taken in per round", "[limits]\nmax_entries_per_round = 0\n", "limits.max_entries_per_round: must be at least 1"},
 		{"relative checkpoint root", "[checkpoint]\nroot = \"ckpt\"\n", "checkpoint.root"},
 		{"relative checkpoint command", "[checkpoint]\ncommand = \"dmtcp_launch\"\n", "checkpoint.command"},
 	}

@@ -452,6 +452,58 @@ func TestIntakeCapsJobs(t *testing.T) {
 	}
 }
 
+// A round takes in at most limits.max_entries_per_round new entries of
+// each user, the oldest first; the rest wait for later rounds. One user's
+// flood of empty directories (a mkdir each, a rejection each) so cannot
+// make a round long, nor keep another user's entry from its round.
+func TestIntakeCapsEntriesPerRound(t *testing.T) {
+	fx := hostileFixture(t)
+	fx.in.opt.Limits.MaxEntriesPerRound = 4
+	for i := range 10 {
+		d := filepath.Join(fx.s.UserDir(uidAlice), spool.IncomingDir, fmt.Sprintf("x%02d", i))
+		if err := os.Mkdir(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, uidAlice, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := fx.submitAs(t, uidBob, "bob", nil)
+	// taken: how many of alice's have a record, which must be the first
+	// ones by name (the oldest, for entry ids).
+	taken := func() int {
+		n, gap := 0, false
+		for i := range 10 {
+			r := fx.in.Get(spool.RecordName(uidAlice, recordID(fmt.Sprintf("x%02d", i))))
+			switch {
+			case r == nil:
+				gap = true
+			case gap || r.State != spool.StateRejected:
+				t.Fatalf("x%02d: record %+v: want alice's rejected in the order of their names", i, r)
+			default:
+				n++
+			}
+		}
+		return n
+	}
+	for i, want := range []Stats{
+		{Accepted: 1, Rejected: 4, Deferred: 6}, // bob's entry in the first round
+		{Rejected: 4, Deferred: 2},
+		{Rejected: 2},
+		{},
+	} {
+		if st := fx.round(t); st != want {
+			t.Fatalf("round %d: %+v, want %+v", i+1, st, want)
+		}
+		if n := taken(); n != min(4*(i+1), 10) {
+			t.Fatalf("round %d: %d of alice's 10 taken in", i+1, n)
+		}
+		if i == 0 && fx.record(e) == nil {
+			t.Fatal("bob's entry not taken in with alice's flood")
+		}
+	}
+}
+
 func TestIntakeRejectsHostileFiles(t *testing.T) {
 	fx := newFixture(t)
 	e := fx.submit(t, 1, nil)

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"syscall"
@@ -192,6 +194,9 @@ func lookupUser(uid int) (string, error) {
 // Stats counts what a round did.
 type Stats struct {
 	Accepted, Rejected, Cancelled, Released int
+	// Deferred: new entries left for later rounds, their users over
+	// limits.max_entries_per_round in this one.
+	Deferred int
 }
 
 // Round is Observe with the intake's own Slurm reads (its Queue and
@@ -215,11 +220,27 @@ func (in *Intake) Observe(ctx context.Context, obs *Observation) (Stats, error) 
 	for _, err := range problems {
 		in.log.Warn("spool scan", "err", err)
 	}
+	// At most MaxEntriesPerRound new entries of each user, the oldest
+	// (ScanIncoming sorts them by name: entry ids by time): however many
+	// one user writes, a round stays short and other users' entries are
+	// taken in in the same round.
 	var fresh []spool.Incoming
+	taken, deferred := map[int]int{}, map[int]int{}
 	for _, f := range found {
-		if _, ok := in.known[recordName(f)]; !ok {
-			fresh = append(fresh, f)
+		if _, ok := in.known[recordName(f)]; ok {
+			continue
 		}
+		if l := in.opt.Limits.MaxEntriesPerRound; l > 0 && taken[f.UID] >= l {
+			deferred[f.UID]++
+			continue
+		}
+		taken[f.UID]++
+		fresh = append(fresh, f)
+	}
+	for _, uid := range slices.Sorted(maps.Keys(deferred)) {
+		in.log.Info("new entries wait for a later round (limits.max_entries_per_round)", "uid", uid,
+			"taken", taken[uid], "waiting", deferred[uid])
+		st.Deferred += deferred[uid]
 	}
 	active := 0
 	for _, r := range in.known {

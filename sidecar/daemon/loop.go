@@ -171,6 +171,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		slurmDown := err != nil && !errors.Is(err, context.Canceled)
 		var xs ExecStats
 		if l.Exec != nil {
+			if ping != nil {
+				// Between the round's two long phases: one datagram.
+				l.notify(sdWatchdog)
+			}
 			var xerr error
 			xs, xerr = l.Exec.Observe(ctx, obs)
 			if xerr != nil {

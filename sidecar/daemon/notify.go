@@ -74,6 +74,7 @@ func statusLine(at time.Time, took time.Duration, st Stats, xs ExecStats, backof
 		{st.Accepted, "accepted"}, {st.Rejected, "rejected"}, {xs.Committed, "tasks committed"},
 		{xs.Submitted, "pilots submitted"}, {xs.Cancelled, "pilots cancelled"}, {xs.Retired, "retired"},
 		{xs.Lost, "lost"}, {st.Cancelled, "jobs cancelled"}, {xs.Ended, "jobs ended"},
+		{st.Deferred, "entries left for later rounds (limits.max_entries_per_round)"},
 	} {
 		if c.n > 0 {
 			did = append(did, fmt.Sprintf("%d %s", c.n, c.what))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glean-hpc/glean/sidecar/policy"
 	"github.com/glean-hpc/glean/sidecar/sdnotify"
 	"github.com/glean-hpc/glean/sidecar/sdnotify/sdnotifytest"
 )
@@ -134,6 +135,8 @@ func TestStatusLine(t *testing.T) {
 			"STATUS=round at 14:02:05 took 48ms; 2 jobs active (1 with pilots held back: they die at start or glean-helper refuses them, see glean show)"},
 		{"nodes held back", 48 * time.Millisecond, Stats{}, ExecStats{HeldNodes: 2}, 0,
 			"STATUS=round at 14:02:05 took 48ms; 2 jobs active; 2 nodes held back: pilots die at start there (gleand's log names them)"},
+		{"entries left for later rounds", 48 * time.Millisecond, Stats{Rejected: 20, Deferred: 2980}, ExecStats{}, 0,
+			"STATUS=round at 14:02:05 took 48ms; 2 jobs active; 20 rejected, 2980 entries left for later rounds (limits.max_entries_per_round)"},
 		{"slurm down", 8 * time.Second, Stats{}, ExecStats{SlurmDown: true}, 20 * time.Second,
 			"STATUS=Slurm not answering at 14:02:05, next round in 20s; 2 jobs active"},
 	} {
@@ -145,5 +148,35 @@ func TestStatusLine(t *testing.T) {
 	}
 	if got := sdnotify.Status("a\nREADY=1"); strings.Contains(got, "\n") {
 		t.Errorf("a newline in a status starts another state: %q", got)
+	}
+}
+
+// Within a round the loop pings the watchdog between the intake and the
+// execution, its two long phases, besides the pings at its start and end.
+func TestLoopPingsBetweenPhases(t *testing.T) {
+	fx, _, x := newRound(t, 2, policy.DefaultConfig())
+	n := &recNotifier{}
+	done := make(chan struct{}, 1)
+	l := &Loop{Intake: fx.in, Exec: x, Spool: fx.s, Rescan: time.Hour, Log: fx.in.log, Notify: n, Watchdog: time.Hour,
+		OnRound: func(Stats, error) {
+			select {
+			case done <- struct{}{}:
+			default:
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = l.Run(ctx); close(stopped) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Error("no round within 20 s")
+	}
+	cancel()
+	<-stopped
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.msgs) < 3 || n.msgs[0] != sdWatchdog || n.msgs[1] != sdWatchdog || !strings.HasPrefix(n.msgs[2], sdReady+"\nSTATUS=") {
+		t.Errorf("messages %q: want WATCHDOG=1 at the round's start, again between intake and execution, then its STATUS=", n.msgs)
 	}
 }
