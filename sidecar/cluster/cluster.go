@@ -101,7 +101,7 @@ func (s JobState) String() string {
 type Job struct {
 	ID         string // %A: unique job id (a started array element has its own)
 	ArrayJobID string // %F: the array's base id, or ID for a non-array job
-	ArrayTasks string // %K: index, or pending index expression; "" for non-array
+	ArrayTasks string // %K: index, or pending index expression, which Slurm may have cut (ParseArrayIndices); "" for non-array
 	Name       string
 	User       string
 	Partition  string

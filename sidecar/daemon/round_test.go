@@ -38,6 +38,9 @@ type slurmModel struct {
 	release map[string]bool
 	// regular jobs: id -> nodes they need (pending in batch, high priority)
 	regular map[string]int
+	// others: other users' jobs, squeue records as Slurm prints them
+	// (fields joined, no seal)
+	others []string
 }
 
 type modelPilot struct {
@@ -134,6 +137,9 @@ func (m *slurmModel) squeue(argv []string) []byte {
 		lineS(j.ID, j.ArrayID, j.State, j.Reason, j.Partition, "1", "", j.User, "job", j.Comment, time.Time{}, j.Start, "100")
 	}
 	m.fx.slurm.mu.Unlock()
+	for _, r := range m.others {
+		b.WriteString(r + "\x1d" + seal + "\x1e\n")
+	}
 	for _, id := range slices.Sorted(maps.Keys(m.pilots)) {
 		p := m.pilots[id]
 		nodes, reason := "", "Priority"
@@ -356,6 +362,45 @@ func TestRoundCallsSlurmOnce(t *testing.T) {
 		if slices.Contains(helper, "cancel-pending 900") || slices.Contains(helper, "release "+e.Anchor) {
 			t.Errorf("a later round asked again: %q", helper)
 		}
+	}
+}
+
+// Another user's pending arrays whose index lists Slurm cut short (squeue
+// %K ending in "...", as libslurm prints it past SLURM_BITSTR_LEN) are
+// pending jobs like any other: the snapshot stays complete, the entry is
+// taken in and the executor decides. Before, each such record was refused,
+// which made every round's snapshot incomplete, for everyone.
+func TestCutArrayIndicesKeepSnapshotComplete(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 8)
+	data, err := os.ReadFile("../slurm/testdata/squeue_cut.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range strings.Split(string(data), "\x1dfixture\x1e\n") {
+		if strings.Contains(r, "\x1fPENDING\x1f") && strings.Contains(r, "...") {
+			m.others = append(m.others, r) // the running element's node is not in this model
+		}
+	}
+	if len(m.others) != 3 {
+		t.Fatalf("%d cut pending arrays in the fixture, want 3", len(m.others))
+	}
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 4, nil)
+	obs := NewObservation(fx.now, x.Snapshotter())
+	st, err := fx.in.Observe(context.Background(), obs)
+	if err != nil || st.Accepted != 1 {
+		t.Fatalf("intake: %+v, %v; want the entry taken in", st, err)
+	}
+	xs, err := x.Observe(context.Background(), obs)
+	if s := obs.Snapshot(context.Background()); err != nil || xs.SlurmDown || !s.Complete || len(s.Jobs) != 4 {
+		t.Fatalf("execution: %+v, %v; snapshot complete %v, problems %q, %d jobs (want the anchor and 3 arrays)", xs, err, s.Complete, s.Problems, len(s.Jobs))
+	}
+	if r := fx.record(e); r == nil || r.State != spool.StateQueued {
+		t.Fatalf("record %+v", r)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -836,48 +835,24 @@ func maxTime(a, b time.Time) time.Time {
 
 // arrayCount is how many elements a pending array line stands for
 // ("1-100%10", "1,3,5-9:2", "[0-7]"), at most limit and at least 1; 1 for
-// a non-array job or what does not parse.
+// a non-array job or what does not parse. An expression Slurm cut short
+// ("1,3,...,71,7...") stands for more than it shows: it counts as limit
+// (then the throttle), so that pilots never take nodes its unseen
+// elements could start on.
 func arrayCount(expr string, limit int) int {
 	if expr == "" || limit <= 1 {
 		return 1
 	}
-	expr = strings.Trim(expr, "[]")
-	throttle := 0
-	if e, t, ok := strings.Cut(expr, "%"); ok {
-		n, err := strconv.Atoi(t)
-		if err != nil || n < 1 {
-			return 1
-		}
-		expr, throttle = e, n
+	a, err := cluster.ParseArrayIndices(strings.Trim(expr, "[]"))
+	if err != nil {
+		return 1
 	}
-	total := 0
-	for part := range strings.SplitSeq(expr, ",") {
-		r, step := part, 1
-		if a, s, ok := strings.Cut(part, ":"); ok {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return 1
-			}
-			r, step = a, n
-		}
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return 1
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return 1
-			}
-		}
-		total += (b-a)/step + 1
-		if total >= limit {
-			break
-		}
+	total, exact := a.Count(limit)
+	if !exact {
+		total = limit
 	}
-	if throttle > 0 {
-		total = min(total, throttle)
+	if a.Throttle > 0 {
+		total = min(total, a.Throttle)
 	}
 	return max(min(total, limit), 1)
 }

@@ -23,6 +23,7 @@ func addFixture(f *testing.F, name string) {
 
 func FuzzParseSqueue(f *testing.F) {
 	addFixture(f, "squeue.txt")
+	addFixture(f, "squeue_cut.txt")
 	f.Add([]byte(rec(nil)))
 	f.Add([]byte(rec(map[int]string{9: "1:xx"}) + rec(map[int]string{0: "2", 7: "c[1-3],g[01-02]"})))
 	f.Add([]byte(rec(map[int]string{15: "n\x1e\n77\x1fx"})))

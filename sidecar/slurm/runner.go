@@ -27,6 +27,14 @@ type Runner interface {
 // it; a fixture harness must set it too.
 const TimeFormatEnv = "SLURM_TIME_FORMAT=%s"
 
+// BitstrLenEnv makes Slurm print an array's index expression whole
+// (squeue %K, scontrol's ArrayTaskId): unset, libslurm cuts it at 64
+// bytes and ends it with "..." (SLURM_BITSTR_LEN, squeue(1): "A value of 0
+// will print the full expression with any length required"; checked
+// against libslurmfull 22.05.8's xlate_array_task_str). Exec always sets
+// it; a fixture harness must set it too.
+const BitstrLenEnv = "SLURM_BITSTR_LEN=0"
+
 // DefaultTimeout bounds one command when Exec.Timeout is zero.
 const DefaultTimeout = 30 * time.Second
 
@@ -35,7 +43,7 @@ const maxStderr = 4096
 
 // Exec runs commands as child processes.
 type Exec struct {
-	Env     []string      // extra environment, e.g. SLURM_CONF=...; TimeFormatEnv is always added
+	Env     []string      // extra environment, e.g. SLURM_CONF=...; TimeFormatEnv and BitstrLenEnv are always added
 	Timeout time.Duration // per command; DefaultTimeout if zero
 }
 
@@ -82,7 +90,8 @@ func (e *Exec) Run(ctx context.Context, argv []string) ([]byte, error) {
 // environ is the inherited environment without the variables that would
 // filter or reformat what the Slurm commands print (SQUEUE_STATES,
 // SQUEUE_USERS, SBATCH_WAIT, SLURM_CLUSTERS adding headers, ...), then
-// e.Env, then TimeFormatEnv, which wins because exec keeps the last value.
+// e.Env, then TimeFormatEnv and BitstrLenEnv, which win because exec keeps
+// the last value.
 func (e *Exec) environ() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -91,11 +100,11 @@ func (e *Exec) environ() []string {
 		}
 	}
 	env = append(env, e.Env...)
-	return append(env, TimeFormatEnv)
+	return append(env, TimeFormatEnv, BitstrLenEnv)
 }
 
 func outputChanging(kv string) bool {
-	for _, p := range []string{"SQUEUE_", "SINFO_", "SCONTROL_", "SCANCEL_", "SBATCH_", "SLURM_CLUSTERS=", "SLURM_TIME_FORMAT="} {
+	for _, p := range []string{"SQUEUE_", "SINFO_", "SCONTROL_", "SCANCEL_", "SBATCH_", "SLURM_CLUSTERS=", "SLURM_TIME_FORMAT=", "SLURM_BITSTR_LEN="} {
 		if strings.HasPrefix(kv, p) {
 			return true
 		}

@@ -53,6 +53,16 @@ func TestExec(t *testing.T) {
 			t.Fatalf("%q %v", out, err)
 		}
 	})
+	t.Run("array indices whole", func(t *testing.T) {
+		// Unset or inherited, libslurm cuts a pending array's %K at 64
+		// bytes ("2-3,5,...,73,7..."); 0 prints it whole.
+		t.Setenv("SLURM_BITSTR_LEN", "64")
+		cut := &Exec{Env: []string{"SLURM_BITSTR_LEN=32"}, Timeout: 5 * time.Second}
+		out, err := cut.Run(ctx, []string{"sh", "-c", `echo "$SLURM_BITSTR_LEN"`})
+		if err != nil || string(out) != "0\n" {
+			t.Fatalf("SLURM_BITSTR_LEN=%q %v, want 0", out, err)
+		}
+	})
 	t.Run("exit code", func(t *testing.T) {
 		_, err := e.Run(ctx, []string{"sh", "-c", "echo partial; echo '  sbatch: error: nope  ' >&2; exit 3"})
 		var ce *CmdError

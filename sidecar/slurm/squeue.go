@@ -48,7 +48,7 @@ var squeueFields = [...]string{"JobID", "ArrayJobID", "ArrayTaskID", "State", "R
 // SqueueArgv is the squeue command of one observation: all partitions,
 // running and pending jobs. A plain squeue already reports the expected
 // start (%S) and planned nodes (%Y) of pending jobs, so --start is not
-// needed. Run it with TimeFormatEnv.
+// needed. Run it with TimeFormatEnv and BitstrLenEnv.
 // seal comes from NewSeal (letters and digits only).
 func SqueueArgv(seal string) []string {
 	return []string{"squeue", "-h", "-a", "-o", squeueFormat + sealMark + seal + "\x1e"}
@@ -127,7 +127,7 @@ func parseJob(rec string) (cluster.Job, error) {
 		return bad(1, fmt.Errorf("bad job id %s", quote(f[1])))
 	}
 	if f[2] != "N/A" {
-		if f[2] == "" || strings.Trim(f[2], "0123456789,-%:") != "" {
+		if !validArrayTasks(f[2]) {
 			return bad(2, fmt.Errorf("bad array index %s", quote(f[2])))
 		}
 		j.ArrayTasks = f[2]
@@ -172,6 +172,19 @@ func parseJob(rec string) (cluster.Job, error) {
 		j.Comment = ""
 	}
 	return j, nil
+}
+
+// validArrayTasks accepts what squeue prints for %K: an index, or a
+// pending array's indices, ranges and steps, with a throttle ("%2"), and
+// also an expression Slurm cut short at SLURM_BITSTR_LEN ("2-3,5,...,73,7...",
+// the throttle after the cut). Such a job is kept, with its indices
+// unknown past those shown: readers parse the expression with
+// cluster.ParseArrayIndices, which tells a cut one from a whole one.
+func validArrayTasks(s string) bool {
+	body, throttle, hasThrottle := strings.Cut(s, "%")
+	body, cut := strings.CutSuffix(body, cluster.ArrayCut)
+	return (body != "" || cut) && strings.Trim(body, "0123456789,-:") == "" &&
+		(!hasThrottle || throttle != "" && strings.Trim(throttle, "0123456789") == "")
 }
 
 // splitInto is strings.SplitN into a caller's array, without allocating:

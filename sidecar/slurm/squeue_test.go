@@ -143,6 +143,8 @@ func TestParseSqueueBadRecords(t *testing.T) {
 		{"priority", rec(map[int]string{13: "1e9"}), `field Priority: bad priority "1e9"`},
 		{"user", rec(map[int]string{14: ""}), `field User: empty`},
 		{"array index", rec(map[int]string{2: "a-b"}), `field ArrayTaskID: bad array index "a-b"`},
+		{"array throttle", rec(map[int]string{2: "2-9%"}), `field ArrayTaskID: bad array index "2-9%"`},
+		{"array cut inside", rec(map[int]string{2: "2-3,...,9"}), `field ArrayTaskID: bad array index "2-3,...,9"`},
 		{"too few fields", "1\x1f2" + sealEnd(testSeal), `squeue record 2: 2 fields, want 17`},
 		{"truncated", strings.TrimSuffix(rec(nil), sealEnd(testSeal)), `squeue record 2: truncated: "1\x1f1\x1fN/A`},
 		{"duplicate id", rec(map[int]string{15: "again"}), `squeue record 2: duplicate job id 1 (also record 1)`},
@@ -228,6 +230,75 @@ func BenchmarkParseSqueue10k(b *testing.B) {
 		jobs, errs := ParseSqueue(bytes.NewReader(data), testSeal)
 		if len(jobs) != 10000 || len(errs) != 0 {
 			b.Fatalf("%d jobs, errs %v", len(jobs), errs[:min(3, len(errs))])
+		}
+	}
+}
+
+// squeue_cut.txt is hand-made in squeue.txt's shape around %K values that
+// libslurmfull 22.05.8's xlate_array_task_str printed (the code squeue
+// prints %K with): pending arrays of another user whose index lists
+// Slurm cut at SLURM_BITSTR_LEN (64 unless set) and ended with "...",
+// before the throttle; a stepped one; one printed whole
+// (SLURM_BITSTR_LEN=0); a started element. Every record is a job: one
+// cut list must not cost the snapshot its completeness.
+func TestParseSqueueCutArrayIndices(t *testing.T) {
+	jobs, errs := ParseSqueue(bytes.NewReader(readFixture(t, "squeue_cut.txt")), testSeal)
+	if len(errs) != 0 || len(jobs) != 6 {
+		t.Fatalf("%d jobs, errors %v", len(jobs), errs)
+	}
+	byName := map[string]cluster.Job{}
+	for _, j := range jobs {
+		if j.Pending() {
+			byName[j.Name] = j
+		}
+	}
+	tests := []struct {
+		name       string
+		in, out    []int // indices known to be in it, known not to be
+		unknown    []int // past what Slurm printed
+		throttle   int
+		cut        bool
+		shownCount int
+	}{
+		{"primes", []int{2, 3, 71, 73}, []int{0, 4, 72}, []int{74, 79, 97, 1000}, 0, true, 21},
+		{"primes4", []int{3, 79}, []int{2, 78}, []int{80, 83}, 4, true, 21},
+		{"ranges", []int{0, 5, 10, 30, 190, 210}, []int{6, 9, 31, 189}, []int{211, 220, 240, 260}, 0, true, 6 + 7*21},
+		{"evens", []int{1000, 1002, 1100}, []int{999, 1001, 1099, 1101, 1102}, nil, 0, false, 51},
+		{"whole", []int{2, 79, 97}, []int{4, 98, 100}, nil, 0, false, 25},
+	}
+	for _, tc := range tests {
+		j, ok := byName[tc.name]
+		if !ok {
+			t.Errorf("%s: no pending record", tc.name)
+			continue
+		}
+		a, err := cluster.ParseArrayIndices(j.ArrayTasks)
+		if err != nil || a.Cut != tc.cut || a.Throttle != tc.throttle {
+			t.Errorf("%s: %q: %+v %v", tc.name, j.ArrayTasks, a, err)
+			continue
+		}
+		for _, i := range tc.in {
+			if in, known := a.Has(i); !in || !known {
+				t.Errorf("%s: Has(%d) = %v, %v; want in", tc.name, i, in, known)
+			}
+		}
+		for _, i := range tc.out {
+			if in, known := a.Has(i); in || !known {
+				t.Errorf("%s: Has(%d) = %v, %v; want known not in", tc.name, i, in, known)
+			}
+		}
+		for _, i := range tc.unknown {
+			if _, known := a.Has(i); known {
+				t.Errorf("%s: Has(%d) known; Slurm cut the list before it", tc.name, i)
+			}
+		}
+		if n, exact := a.Count(1 << 20); n != tc.shownCount || exact == tc.cut {
+			t.Errorf("%s: Count = %d, exact %v; want %d, exact %v", tc.name, n, exact, tc.shownCount, !tc.cut)
+		}
+	}
+	for _, j := range jobs {
+		if j.ID == "14" && (j.ArrayJobID != "12" || j.ArrayTasks != "2" || j.Pending()) {
+			t.Errorf("started element = %+v", j)
 		}
 	}
 }
