@@ -374,6 +374,9 @@ func (x *Executor) Observe(ctx context.Context, obs *Observation) (ExecStats, er
 	x.readEnded(now)
 	snap := obs.Snapshot(ctx)
 	st.SlurmDown = !snap.Complete
+	if pp := x.opt.Policy.PilotPartition; snap.Complete && pp != "" && snap.Partition(pp) == nil {
+		obs.pilotMissing(x.log, pp) // the policy can place no pilot
+	}
 	jobs := map[string]*cluster.Job{}
 	for i := range snap.Jobs {
 		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]

@@ -430,6 +430,10 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 
 	// Tasks no node can run.
 	cpus, mem, err := obs.Largest(ctx, in.opt.PilotPartition)
+	if errors.Is(err, errNoPartition) {
+		obs.pilotMissing(in.log, in.opt.PilotPartition) // the admin's to fix: the entry waits
+		return ""
+	}
 	if err != nil {
 		log.Warn("reading node sizes; trying again next round", "err", err)
 		return ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ type Observation struct {
 	jobs  map[string]QJob
 	jerr  error
 	sizes map[string]nodeSizes
+
+	pilotMissingLogged bool
 }
 
 // NewObservation returns the observation of a round at now, read from snap
@@ -108,7 +111,7 @@ func largest(snap *cluster.Snapshot, partition string) (int, int64, error) {
 		if !snap.Complete {
 			return 0, 0, incomplete(snap)
 		}
-		return 0, 0, fmt.Errorf("no partition %q", partition)
+		return 0, 0, fmt.Errorf("%w: %q", errNoPartition, partition)
 	}
 	in := map[string]bool{}
 	for _, n := range p.Nodes {
@@ -121,6 +124,23 @@ func largest(snap *cluster.Snapshot, partition string) (int, int64, error) {
 		}
 	}
 	return cpus, mem, nil
+}
+
+// errNoPartition is a partition that a complete snapshot does not show.
+var errNoPartition = errors.New("no such partition")
+
+// pilotMissing logs, at most once a round, that a complete snapshot shows
+// no pilot partition (partitions.pilot): nothing is taken in and no pilot
+// submitted until it exists, which only the admin can change. The
+// partitions are read with -a, so neither Hidden=YES nor AllowGroups
+// without gleand's user hides it; PrivateData=partitions still may.
+func (o *Observation) pilotMissing(log *slog.Logger, name string) {
+	if o.pilotMissingLogged {
+		return
+	}
+	o.pilotMissingLogged = true
+	log.Error("pilot partition missing: Slurm shows no partition of that name (scontrol -a show partition), so no entry is taken in and no pilot submitted; set partitions.pilot in glean.toml to the pilot partition, or let gleand's user see it (PrivateData=partitions)",
+		"partitions.pilot", name)
 }
 
 func incomplete(s *cluster.Snapshot) error {

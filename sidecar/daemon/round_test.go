@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -41,6 +42,10 @@ type slurmModel struct {
 	// others: other users' jobs, squeue records as Slurm prints them
 	// (fields joined, no seal)
 	others []string
+	// pilot is how the pilot partition shows: "" as any, "hidden"
+	// (Hidden=YES, or AllowGroups without gleand's user: sinfo and
+	// scontrol show it only with -a), "absent" (not configured).
+	pilot string
 }
 
 type modelPilot struct {
@@ -82,24 +87,42 @@ func (m *slurmModel) Run(_ context.Context, argv []string) ([]byte, error) {
 					state = "allocated"
 				}
 			}
-			fmt.Fprintf(&b, "n%d\x1f%s\x1fpilot\x1f4\x1f1000\x1e\n", i, state)
+			if m.showsPilot(argv) {
+				fmt.Fprintf(&b, "n%d\x1f%s\x1fpilot\x1f4\x1f1000\x1e\n", i, state)
+			}
 			fmt.Fprintf(&b, "n%d\x1f%s\x1fbatch*\x1f4\x1f1000\x1e\n", i, state)
 		}
 		fmt.Fprintf(&b, "g1\x1fidle\x1fglean\x1f1\x1f1000\x1e\n")
 		return []byte(b.String()), nil
-	case strings.Join(argv, " ") == "scontrol -o show partition":
+	case argv[0] == "scontrol" && slices.Contains(argv, "show") && argv[len(argv)-1] == "partition":
 		m.calls["scontrol show partition"]++
 		nodes := fmt.Sprintf("n[1-%d]", m.nodes)
 		part := func(name, nodes, def string, tier int, over string) string {
 			return fmt.Sprintf("PartitionName=%s Default=%s DefaultTime=NONE MaxTime=UNLIMITED Nodes=%s PriorityTier=%d OverSubscribe=%s State=UP\n",
 				name, def, nodes, tier, over)
 		}
-		return []byte(part("batch", nodes, "YES", 10, "NO") + part("pilot", nodes, "NO", 1, "NO") + part("glean", "g1", "NO", 10, "FORCE:64")), nil
+		out := part("batch", nodes, "YES", 10, "NO")
+		if m.showsPilot(argv) {
+			out += strings.Replace(part("pilot", nodes, "NO", 1, "NO"), "State=UP", "Hidden="+map[bool]string{true: "YES", false: "NO"}[m.pilot == "hidden"]+" State=UP", 1)
+		}
+		return []byte(out + part("glean", "g1", "NO", 10, "FORCE:64")), nil
 	case strings.Join(argv, " ") == "scontrol show config":
 		m.calls["scontrol show config"]++
 		return m.config, nil
 	}
 	return nil, fmt.Errorf("fake Slurm: unexpected command %q", argv)
+}
+
+// showsPilot reports whether sinfo or scontrol show partition, run with
+// argv, lists the pilot partition.
+func (m *slurmModel) showsPilot(argv []string) bool {
+	switch m.pilot {
+	case "hidden":
+		return slices.Contains(argv, "-a") || slices.Contains(argv, "--all")
+	case "absent":
+		return false
+	}
+	return true
 }
 
 // squeue prints every job in SqueueAllArgv's format, sealed.
@@ -401,6 +424,78 @@ func TestCutArrayIndicesKeepSnapshotComplete(t *testing.T) {
 	}
 	if r := fx.record(e); r == nil || r.State != spool.StateQueued {
 		t.Fatalf("record %+v", r)
+	}
+}
+
+// A pilot partition that is Hidden=YES, or closed to every group but
+// glean's, is listed only by sinfo -a and scontrol -a show partition:
+// gleand reads it so, takes the entry in and places pilots in it. Without
+// -a its intake waited for the partition every round, forever.
+func TestHiddenPilotPartitionSeen(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 8)
+	m.pilot = "hidden"
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := fx.submit(t, 4, nil)
+	_, helper := m.round(t, fx.in, x)
+	if r := fx.record(e); r == nil || r.State != spool.StateQueued {
+		t.Fatalf("record %+v: the entry was not taken in", r)
+	}
+	if !slices.ContainsFunc(helper, func(h string) bool { return strings.HasPrefix(h, "submit-pilots ") }) {
+		t.Errorf("helper requests %q, want pilots submitted into the hidden partition", helper)
+	}
+}
+
+// Without a pilot partition (partitions.pilot names none Slurm shows)
+// nothing can run: gleand says so once a round at error level, naming the
+// key, rather than a warning per entry; entries wait, unrejected, and are
+// taken in once it exists.
+func TestMissingPilotPartitionLogged(t *testing.T) {
+	fx := newFixture(t)
+	m := newModel(t, fx, 8)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	fx.in.log = log
+	pc := policy.DefaultConfig()
+	pc.PilotPartition = "pilot"
+	x := NewExecutor(ExecOptions{Spool: fx.s, Policy: pc, DefaultMode: policy.Scavenger, Retries: 2, HeartbeatTimeout: time.Minute,
+		PilotPartition: "pilot"}, fx.in, fx.in.records, m, &slurm.Client{R: m, Ended: true}, log)
+	first := fx.submit(t, 4, nil)
+	m.round(t, fx.in, x)
+	if r := fx.record(first); r == nil || r.State != spool.StateQueued {
+		t.Fatalf("record %+v", r)
+	}
+	m.pilot = "absent" // the admin renamed it, or a typo at a reload
+	var waiting []*spool.Entry
+	for i := range 3 { // the executor alone (for the first job), then with the intake
+		logs.Reset()
+		if i > 0 {
+			waiting = append(waiting, fx.submit(t, 4, nil))
+		}
+		fx.now = fx.now.Add(time.Second)
+		m.round(t, fx.in, x)
+		if n := strings.Count(logs.String(), "level=ERROR msg=\"pilot partition missing"); n != 1 || !strings.Contains(logs.String(), "partitions.pilot=pilot") {
+			t.Errorf("round %d logged %d errors, want one naming partitions.pilot:\n%s", i, n, logs.String())
+		}
+		for _, e := range waiting {
+			if r := fx.record(e); r != nil {
+				t.Fatalf("round %d: entry %s %s (%s) while there is no pilot partition; want it left to wait", i, e.ID, r.State, r.Reason)
+			}
+		}
+	}
+	m.pilot = ""
+	logs.Reset()
+	m.round(t, fx.in, x)
+	for _, e := range waiting {
+		if r := fx.record(e); r == nil || r.State != spool.StateQueued {
+			t.Errorf("entry %s once the partition is back: %+v", e.ID, r)
+		}
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("errors with the partition back:\n%s", logs.String())
 	}
 }
 

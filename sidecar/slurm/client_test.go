@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,16 +64,16 @@ func (f *fakeRunner) count(prefix string) int {
 
 func fixtureRunner(t *testing.T) *fakeRunner {
 	return &fakeRunner{out: map[string]string{
-		"squeue":                     string(readFixture(t, "squeue.txt")),
-		"sinfo":                      string(readFixture(t, "sinfo.txt")),
-		"scontrol -o show partition": string(readFixture(t, "partitions.txt")),
-		"scontrol show config":       string(readFixture(t, "config.txt")),
-		"sbatch --parsable":          "1234\n",
-		"scancel":                    "",
-		"scontrol update":            "",
-		"scontrol hold":              "",
-		"scontrol uhold":             "",
-		"scontrol release":           "",
+		"squeue":                            string(readFixture(t, "squeue.txt")),
+		"sinfo":                             string(readFixture(t, "sinfo.txt")),
+		strings.Join(PartitionsArgv(), " "): string(readFixture(t, "partitions.txt")),
+		"scontrol show config":              string(readFixture(t, "config.txt")),
+		"sbatch --parsable":                 "1234\n",
+		"scancel":                           "",
+		"scontrol update":                   "",
+		"scontrol hold":                     "",
+		"scontrol uhold":                    "",
+		"scontrol release":                  "",
 	}, err: map[string]error{}}
 }
 
@@ -98,6 +99,49 @@ func TestSnapshotComplete(t *testing.T) {
 	}
 }
 
+// hidingSlurm answers as Slurm does for a partition that is Hidden=YES,
+// or whose AllowGroups leave out the caller: sinfo and scontrol show
+// partition list it only with -a (--all) (sinfo(1), scontrol(1), 22.05).
+type hidingSlurm struct {
+	*fakeRunner
+	hidden string
+}
+
+func (h hidingSlurm) Run(ctx context.Context, argv []string) ([]byte, error) {
+	out, err := h.fakeRunner.Run(ctx, argv)
+	all := slices.Contains(argv, "-a") || slices.Contains(argv, "--all")
+	if err != nil || all || argv[0] != "sinfo" && !(argv[0] == "scontrol" && argv[len(argv)-1] == "partition") {
+		return out, err
+	}
+	var keep []string
+	for _, l := range strings.SplitAfter(string(out), "\n") {
+		if !strings.HasPrefix(l, "PartitionName="+h.hidden+" ") && !strings.Contains(l, "\x1f"+h.hidden+"\x1f") {
+			keep = append(keep, l)
+		}
+	}
+	return []byte(strings.Join(keep, "")), nil
+}
+
+// The pilot partition is usually hidden from users, or closed to every
+// group but glean's: the snapshot still lists it, and its nodes as its
+// members. Without -a, gleand found no pilot partition and its intake
+// stalled.
+func TestSnapshotShowsHiddenPartitions(t *testing.T) {
+	f := hidingSlurm{fixtureRunner(t), "pilot"}
+	s := (&Client{R: f}).Snapshot(context.Background(), time.Now())
+	if !s.Complete {
+		t.Fatalf("incomplete: %v", s.Problems)
+	}
+	if p := s.Partition("pilot"); p == nil || len(p.Nodes) != 24 {
+		t.Fatalf("pilot partition %+v; partitions %+v", p, s.Partitions)
+	}
+	for _, n := range s.Nodes {
+		if n.Name == "c1" && !slices.Contains(n.Partitions, "pilot") {
+			t.Errorf("node c1 in %v, want pilot among them", n.Partitions)
+		}
+	}
+}
+
 func TestSnapshotIncomplete(t *testing.T) {
 	f := fixtureRunner(t)
 	f.err["sinfo"] = &CmdError{Argv: SinfoArgv(), ExitCode: 1, Stderr: "sinfo: error: Unable to contact slurm controller"}
@@ -112,7 +156,7 @@ func TestSnapshotIncomplete(t *testing.T) {
 	}
 	want := []string{
 		`squeue record 11: field TimeLimit: bad time "1:xx"`,
-		`sinfo -h -N -o "%N\x1f%T\x1f%P\x1f%c\x1f%m\x1e": exit code 1: sinfo: error: Unable to contact slurm controller`,
+		`sinfo -a -h -N -o "%N\x1f%T\x1f%P\x1f%c\x1f%m\x1e": exit code 1: sinfo: error: Unable to contact slurm controller`,
 		`scontrol: boom`,
 	}
 	if strings.Join(s.Problems, "\n") != strings.Join(want, "\n") {

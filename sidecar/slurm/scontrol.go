@@ -12,8 +12,11 @@ import (
 	"github.com/glean-hpc/glean/sidecar/cluster"
 )
 
-// PartitionsArgv prints one partition per line as Key=Value pairs.
-func PartitionsArgv() []string { return []string{"scontrol", "-o", "show", "partition"} }
+// PartitionsArgv prints one partition per line as Key=Value pairs, every
+// partition: without -a (--all) scontrol leaves out partitions that are
+// Hidden and those whose AllowGroups leave out the caller (scontrol(1),
+// 22.05).
+func PartitionsArgv() []string { return []string{"scontrol", "-a", "-o", "show", "partition"} }
 
 // ConfigArgv prints the controller's configuration as "Key = Value" lines.
 func ConfigArgv() []string { return []string{"scontrol", "show", "config"} }

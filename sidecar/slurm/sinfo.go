@@ -14,8 +14,11 @@ const sinfoFormat = "%N\x1f%T\x1f%P\x1f%c\x1f%m\x1e"
 
 var sinfoFields = [...]string{"NodeName", "State", "Partition", "CPUs", "Memory"}
 
-// SinfoArgv is the sinfo command of one observation.
-func SinfoArgv() []string { return []string{"sinfo", "-h", "-N", "-o", sinfoFormat} }
+// SinfoArgv is the sinfo command of one observation. -a (--all) lists
+// the nodes of every partition: without it sinfo leaves out partitions
+// that are Hidden and those whose AllowGroups leave out the caller
+// (sinfo(1), 22.05), such as a pilot partition closed to gleand's user.
+func SinfoArgv() []string { return []string{"sinfo", "-a", "-h", "-N", "-o", sinfoFormat} }
 
 // ParseSinfo parses SinfoArgv's output and merges the lines of a node into
 // one Node listing its partitions, in the order nodes first appear. A bad
