@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
+	"iter"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,12 +20,15 @@ const ArrayCut = "..."
 
 // ArrayIndices is a parsed array index expression as Slurm prints it:
 // "7", "0-9", "2-3,5,7", "0-999:3", any of them with a throttle ("%2"),
-// and possibly cut short (ArrayCut). Indices are ascending and disjoint,
-// as Slurm prints them.
+// and possibly cut short (ArrayCut). Slurm prints the elements ascending
+// and disjoint; an expression a user wrote ("--dependency=5_[7,1-3]")
+// need not be.
 type ArrayIndices struct {
 	spans    []indexSpan
+	sorted   bool // spans ascending and disjoint, as Slurm prints them: Has searches
+	top      int  // the highest index shown, -1 if none
 	Throttle int  // %N, 0 if none
-	Cut      bool // Slurm cut the expression: indices past the last span shown are unknown
+	Cut      bool // Slurm cut the expression: indices above top are unknown
 }
 
 type indexSpan struct{ lo, hi, step int }
@@ -32,7 +38,7 @@ type indexSpan struct{ lo, hi, step int }
 // have lost digits ("7..." of "79"), so it is dropped, and every index
 // above the last kept one is unknown.
 func ParseArrayIndices(expr string) (ArrayIndices, error) {
-	var a ArrayIndices
+	a := ArrayIndices{top: -1, sorted: true}
 	body, throttle, hasThrottle := strings.Cut(expr, "%")
 	if hasThrottle {
 		n, err := strconv.Atoi(throttle)
@@ -48,16 +54,13 @@ func ParseArrayIndices(expr string) (ArrayIndices, error) {
 			return a, nil // nothing shown whole
 		}
 	}
-	last := -1
 	for part := range strings.SplitSeq(body, ",") {
 		s, err := parseSpan(part)
 		if err != nil {
 			return ArrayIndices{}, err
 		}
-		if s.lo <= last {
-			return ArrayIndices{}, errors.New("indices not ascending")
-		}
-		last = s.hi
+		a.sorted = a.sorted && s.lo > a.top
+		a.top = max(a.top, s.hi)
 		a.spans = append(a.spans, s)
 	}
 	return a, nil
@@ -95,15 +98,34 @@ func parseSpan(s string) (indexSpan, error) {
 // cut the expression before it could show whether i is in it: then i
 // may or may not be an index of the array.
 func (a ArrayIndices) Has(i int) (in, known bool) {
-	for _, s := range a.spans {
+	spans := a.spans
+	if a.sorted { // the one span that may hold i
+		k, _ := slices.BinarySearchFunc(spans, i, func(s indexSpan, i int) int { return cmp.Compare(s.hi, i) })
+		spans = spans[k:min(k+1, len(spans))]
+	}
+	for _, s := range spans {
 		if i >= s.lo && i <= s.hi && (i-s.lo)%s.step == 0 {
 			return true, true
 		}
 	}
-	if a.Cut && (len(a.spans) == 0 || i > a.spans[len(a.spans)-1].hi) {
+	if a.Cut && i > a.top {
 		return false, false
 	}
 	return false, true
+}
+
+// All yields the indices shown, span by span (an index in two spans of a
+// user's expression twice).
+func (a ArrayIndices) All() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for _, s := range a.spans {
+			for i := s.lo; i <= s.hi; i += s.step {
+				if !yield(i) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Count is the number of indices shown, at most limit. exact is false for

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -29,31 +32,35 @@ func rec(fields ...string) string {
 func TestParseQueue(t *testing.T) {
 	seal := "abc123"
 	end := qSealMark + seal + qRecEnd
-	out := rec("75", "75", "PENDING", "JobHeldAdmin", "glean", "alice", "1795323775", "(null)", "glean:x:y") + end +
-		rec("76", "76", "PENDING", "JobHeldAdmin", "batch", "alice", "N/A", "afterok:41(unfulfilled)", "evil\x1f\x1e\nforged"+qFieldSep+"x") + end +
-		rec("80", "79", "RUNNING", "None", "batch", "bob", "1795320000", "(null)", "(null)") + end
+	out := rec("75", "75", "N/A", "PENDING", "JobHeldAdmin", "glean", "alice", "1795323775", "(null)", "glean:x:y") + end +
+		rec("76", "76", "N/A", "PENDING", "JobHeldAdmin", "batch", "alice", "N/A", "afterok:41(unfulfilled)", "evil\x1f\x1e\nforged"+qFieldSep+"x") + end +
+		rec("80", "79", "3", "RUNNING", "None", "batch", "bob", "1795320000", "(null)", "(null)") + end +
+		rec("79", "79", "4-9,11,13,...%2", "PENDING", "JobArrayTaskLimit", "batch", "bob", "N/A", "(null)", "(null)") + end
 	jobs, err := ParseQueue(strings.NewReader(out), seal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 3 {
+	if len(jobs) != 4 {
 		t.Fatalf("%d jobs: %+v", len(jobs), jobs)
 	}
-	if j := jobs["75"]; j.User != "alice" || j.Comment != "glean:x:y" || j.Start.Unix() != 1795323775 || j.Dependency != "" || j.Partition != "glean" {
+	if j := jobs["75"]; j.User != "alice" || j.Comment != "glean:x:y" || j.Start.Unix() != 1795323775 || j.Dependency != "" || j.Partition != "glean" || j.ArrayTask != "" {
 		t.Errorf("75: %+v", j)
 	}
 	if j := jobs["76"]; !strings.HasPrefix(j.Comment, "evil") || j.Dependency != "afterok:41(unfulfilled)" || !j.Start.IsZero() {
 		t.Errorf("76: %+v", j)
 	}
-	if j := jobs["80"]; j.ArrayID != "79" || j.Comment != "" {
+	if j := jobs["80"]; j.ArrayID != "79" || j.ArrayTask != "3" || j.Comment != "" {
 		t.Errorf("80: %+v", j)
 	}
+	if j := jobs["79"]; j.ArrayID != "79" || j.ArrayTask != "4-9,11,13,...%2" || j.State != "PENDING" {
+		t.Errorf("79: %+v", j)
+	}
 	for _, bad := range []string{
-		rec("75", "75", "PENDING", "r", "p", "u", "0", "", "c"),                                                                       // no seal: truncated
-		rec("x", "75", "PENDING", "r", "p", "u", "0", "", "c") + end,                                                                  // bad id
-		rec("75", "75", "pending", "r", "p", "u", "0", "", "c") + end,                                                                 // bad state
-		rec("75", "75", "PENDING") + end,                                                                                              // too few fields
-		rec("75", "75", "PENDING", "r", "p", "u", "0", "", "c") + end + rec("75", "75", "PENDING", "r", "p", "u", "0", "", "c") + end, // duplicate
+		rec("75", "75", "N/A", "PENDING", "r", "p", "u", "0", "", "c"),                                                                              // no seal: truncated
+		rec("x", "75", "N/A", "PENDING", "r", "p", "u", "0", "", "c") + end,                                                                         // bad id
+		rec("75", "75", "N/A", "pending", "r", "p", "u", "0", "", "c") + end,                                                                        // bad state
+		rec("75", "75", "N/A", "PENDING") + end,                                                                                                     // too few fields
+		rec("75", "75", "N/A", "PENDING", "r", "p", "u", "0", "", "c") + end + rec("75", "75", "N/A", "PENDING", "r", "p", "u", "0", "", "c") + end, // duplicate
 	} {
 		if _, err := ParseQueue(strings.NewReader(bad), seal); err == nil {
 			t.Errorf("accepted %q", bad)
@@ -64,8 +71,9 @@ func TestParseQueue(t *testing.T) {
 func FuzzParseQueue(f *testing.F) {
 	seal := "s3a1"
 	end := qSealMark + seal + qRecEnd
-	f.Add(rec("75", "75", "PENDING", "JobHeldAdmin", "glean", "alice", "1795323775", "(null)", "glean:x:y") + end)
-	f.Add(rec("76", "N/A", "CANCELLED", "None", "b", "u", "N/A", "afterok:1(failed)", "a\x1fb") + end + "junk")
+	f.Add(rec("75", "75", "N/A", "PENDING", "JobHeldAdmin", "glean", "alice", "1795323775", "(null)", "glean:x:y") + end)
+	f.Add(rec("76", "N/A", "N/A", "CANCELLED", "None", "b", "u", "N/A", "afterok:1(failed)", "a\x1fb") + end + "junk")
+	f.Add(rec("79", "79", "2-3,5,7,11,13,17,19,23,29,31,37,41,43,47,53,59,61,67,71,73,7...", "PENDING", "Priority", "b", "u", "N/A", "(null)", "(null)") + end)
 	f.Fuzz(func(t *testing.T, out string) {
 		jobs, err := ParseQueue(strings.NewReader(out), seal)
 		if err != nil {
@@ -109,9 +117,134 @@ func TestEvalDependency(t *testing.T) {
 		{"afterok:2?afterok:3", DepWaiting},
 		{"afterok:5", DepWaiting}, // one array element still running
 		{"singleton", DepNever},
+		// With '?' each job is an alternative of its own (sbatch(1): "any
+		// of the conditions (afterok:20 OR afterok:21 OR afterany:23)").
+		{"afterok:2:1?afterany:3", DepMet},
+		{"afterok:2:4?afterany:3", DepWaiting},
+		{"afterok:2:2?afternotok:1", DepNever},
+		{"AfterOK:1", DepMet}, // Slurm reads the type without regard to case
+		{"1,4", DepWaiting},   // the old form: afterany
+		{"afterok:1(failed)", DepNever},
+		{"afterok:x", DepNever}, // no such syntax: the wrapper refuses it
 	} {
 		if got := EvalDependency(tc.dep, jobs); got != tc.want {
 			t.Errorf("EvalDependency(%q) = %d, want %d", tc.dep, got, tc.want)
+		}
+	}
+}
+
+// fixtureSlurm answers a snapshot's commands with the outputs captured
+// from Slurm 22.05 in sidecar/slurm/testdata (squeue's with the seal it
+// was asked for); squeue prints the records of the files named.
+type fixtureSlurm struct{ squeue, sinfo, parts, config []byte }
+
+func newFixtureSlurm(t *testing.T, squeue ...string) fixtureSlurm {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "slurm", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	f := fixtureSlurm{sinfo: read("sinfo.txt"), parts: read("partitions.txt"), config: read("config.txt")}
+	for _, name := range squeue {
+		f.squeue = append(f.squeue, read(name)...)
+	}
+	return f
+}
+
+func (f fixtureSlurm) Run(_ context.Context, argv []string) ([]byte, error) {
+	switch line := strings.Join(argv, " "); {
+	case argv[0] == "squeue":
+		last := argv[len(argv)-1]
+		seal := strings.TrimSuffix(last[strings.Index(last, "\x1d")+1:], "\x1e")
+		return bytes.ReplaceAll(f.squeue, []byte("\x1dfixture\x1e"), []byte("\x1d"+seal+"\x1e")), nil
+	case argv[0] == "sinfo":
+		return f.sinfo, nil
+	case line == strings.Join(slurm.PartitionsArgv(), " "):
+		return f.parts, nil
+	case line == strings.Join(slurm.ConfigArgv(), " "):
+		return f.config, nil
+	}
+	return nil, fmt.Errorf("fixture Slurm: unexpected command %q", argv)
+}
+
+// A dependency on an array element ("afterok:3_1") is on that element:
+// the job it runs as, or the array's pending record whose index list holds
+// it, read through the round's snapshot from captured squeue output.
+// Before, the queue model had no index, "3_1" matched no job and counted
+// as a purged one: met at once.
+func TestEvalDependencyArrayElements(t *testing.T) {
+	obs := NewObservation(time.Now(), &slurm.Client{R: newFixtureSlurm(t, "squeue.txt", "squeue_cut.txt"), Ended: true})
+	jobs, err := obs.Jobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dep  string
+		want DepState
+	}{
+		// squeue.txt: array 3 ("arr"): elements 0 and 1 run as jobs 4
+		// and 5, elements 2-9 pend in record 3 ("2-9%2").
+		{"afterok:3_0", DepWaiting},
+		{"afterany:3_1", DepWaiting},
+		{"afternotok:3_1", DepWaiting},
+		{"afterok:3_5", DepWaiting},
+		{"after:3_5", DepWaiting},
+		{"after:3_1", DepMet},
+		{"afterok:3_10", DepMet},  // no such element: Slurm drops the dependency
+		{"afterok:4", DepWaiting}, // element 0 by its own id
+		{"afterok:3_[0-1]", DepWaiting},
+		{"after:3_[0,1]", DepMet},
+		{"after:3_[1-2]", DepWaiting},
+		{"after:3_[1-2]?afterok:3_2", DepMet}, // '?': element 1 started
+		{"afterok:3_*", DepWaiting},
+		{"afterany:3", DepWaiting},
+		// squeue_cut.txt: array 11 pends with its list cut after 73
+		// ("...,71,73,7..."); 4 is not in it.
+		{"afterok:11_2", DepWaiting},
+		{"afterok:11_4", DepMet},
+		{"afterok:11_79", DepWaiting}, // maybe in the part Slurm cut: never met on a guess
+		{"afternotok:11_5000", DepWaiting},
+		// Array 12: element 2 runs as job 14, 3,...,79 pend, cut after "79,".
+		{"afterok:12_2", DepWaiting},
+		{"after:12_2", DepMet},
+		{"afterok:12_78", DepMet},
+		{"afterok:12_80", DepWaiting},
+		{"after:12_80?after:12_2", DepMet},
+	} {
+		if got := EvalDependency(tc.dep, jobs); got != tc.want {
+			t.Errorf("EvalDependency(%q) = %d, want %d (0 waiting, 1 met, 2 never)", tc.dep, got, tc.want)
+		}
+	}
+
+	// A whole array waits for every element, and is judged on all of
+	// them as Slurm does (test_job_array_complete/completed).
+	arr := map[string]QJob{
+		"5": {ID: "5", ArrayID: "5", ArrayTask: "2", State: "FAILED"},
+		"6": {ID: "6", ArrayID: "5", ArrayTask: "0", State: "COMPLETED"},
+		"7": {ID: "7", ArrayID: "5", ArrayTask: "1", State: "RUNNING"},
+	}
+	done := maps.Clone(arr)
+	done["7"] = QJob{ID: "7", ArrayID: "5", ArrayTask: "1", State: "COMPLETED"}
+	for _, tc := range []struct {
+		dep           string
+		running, done DepState // element 1 still running; completed
+	}{
+		{"afterok:5", DepWaiting, DepNever},
+		{"afternotok:5", DepWaiting, DepMet}, // once all ended: one failed
+		{"afterany:5", DepWaiting, DepMet},
+		{"afterok:5_0", DepMet, DepMet},
+		{"afterok:5_1", DepWaiting, DepMet},
+		{"afternotok:5_1", DepWaiting, DepNever},
+		{"afterok:5_2", DepNever, DepNever},
+		{"afterok:5_[0-1]", DepWaiting, DepMet},
+	} {
+		if got := EvalDependency(tc.dep, arr); got != tc.running {
+			t.Errorf("element 1 running: EvalDependency(%q) = %d, want %d", tc.dep, got, tc.running)
+		}
+		if got := EvalDependency(tc.dep, done); got != tc.done {
+			t.Errorf("all ended: EvalDependency(%q) = %d, want %d", tc.dep, got, tc.done)
 		}
 	}
 }

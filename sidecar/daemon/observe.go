@@ -73,7 +73,7 @@ func (o *Observation) Jobs(ctx context.Context) (map[string]QJob, error) {
 	o.jobs = make(map[string]QJob, len(s.Jobs))
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		o.jobs[j.ID] = QJob{ID: j.ID, ArrayID: j.ArrayJobID, State: j.RawState, Reason: j.Reason, Partition: j.Partition,
+		o.jobs[j.ID] = QJob{ID: j.ID, ArrayID: j.ArrayJobID, ArrayTask: j.ArrayTasks, State: j.RawState, Reason: j.Reason, Partition: j.Partition,
 			User: j.User, Start: j.Start, Comment: j.Comment}
 	}
 	return o.jobs, nil

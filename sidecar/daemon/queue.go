@@ -16,6 +16,7 @@ import (
 type QJob struct {
 	ID         string // %A
 	ArrayID    string // %F (the base id for array elements)
+	ArrayTask  string // %K: an element's index, a pending array's indices (maybe cut: cluster.ParseArrayIndices); "" if not an array
 	State      string // %T, e.g. PENDING, CANCELLED
 	Reason     string // %r, e.g. JobHeldUser
 	Partition  string // %P
@@ -40,13 +41,13 @@ var _ Queue = (*SlurmQueue)(nil)
 // queueFormat puts the only user-controlled field (the comment) last, and
 // every record ends with a seal that is new for each call, so that a
 // comment holding separators cannot forge a record.
-const queueFormat = "%A\x1f%F\x1f%T\x1f%r\x1f%P\x1f%u\x1f%S\x1f%E\x1f%k"
+const queueFormat = "%A\x1f%F\x1f%K\x1f%T\x1f%r\x1f%P\x1f%u\x1f%S\x1f%E\x1f%k"
 
 const (
 	qFieldSep = "\x1f"
 	qSealMark = "\x1d"
 	qRecEnd   = "\x1e\n"
-	qFields   = 9
+	qFields   = 10
 )
 
 func newSeal() string {
@@ -93,7 +94,7 @@ func ParseQueue(r io.Reader, seal string) (map[string]QJob, error) {
 		if len(f) != qFields {
 			return nil, fmt.Errorf("squeue record %d: %d fields, want %d", i+1, len(f), qFields)
 		}
-		j := QJob{ID: f[0], ArrayID: f[1], State: f[2], Reason: f[3], Partition: f[4], User: f[5], Dependency: f[7], Comment: f[8]}
+		j := QJob{ID: f[0], ArrayID: f[1], ArrayTask: f[2], State: f[3], Reason: f[4], Partition: f[5], User: f[6], Dependency: f[8], Comment: f[9]}
 		if !slurm.ValidJobID(j.ID) || strings.Contains(j.ID, "_") {
 			return nil, fmt.Errorf("squeue record %d: bad job id %q", i+1, clip(j.ID))
 		}
@@ -103,18 +104,21 @@ func ParseQueue(r io.Reader, seal string) (map[string]QJob, error) {
 		if j.State == "" || strings.Trim(j.State, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
 			return nil, fmt.Errorf("squeue record %d: bad state %q", i+1, clip(j.State))
 		}
+		if j.ArrayTask == "N/A" {
+			j.ArrayTask = ""
+		}
 		if j.Dependency == "(null)" {
 			j.Dependency = ""
 		}
 		if j.Comment == "(null)" {
 			j.Comment = ""
 		}
-		switch f[6] {
+		switch f[7] {
 		case "N/A", "NONE", "Unknown", "0", "":
 		default:
 			var sec int64
-			if _, err := fmt.Sscan(f[6], &sec); err != nil || sec < 0 {
-				return nil, fmt.Errorf("squeue record %d: bad start time %q", i+1, clip(f[6]))
+			if _, err := fmt.Sscan(f[7], &sec); err != nil || sec < 0 {
+				return nil, fmt.Errorf("squeue record %d: bad start time %q", i+1, clip(f[7]))
 			}
 			j.Start = time.Unix(sec, 0)
 		}

@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,26 @@ func FuzzParseSubmitOutput(f *testing.F) {
 		id, err := ParseSubmitOutput(out)
 		if err == nil && (!validID(id) || !ValidJobID(id)) {
 			t.Fatalf("accepted id %q from %q", id, out)
+		}
+	})
+}
+
+func FuzzParseDependency(f *testing.F) {
+	for _, s := range []string{"afterok:5", "afterok:5_1", "afterok:5_[1-3,7]?afterany:6", "after:5+10:6(failed)", "5,6_*", "singleton", "afterok:5_[0-9:3]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDependency(s)
+		if err != nil {
+			return
+		}
+		if len(d.Conds) == 0 {
+			t.Fatalf("%q: no condition", s)
+		}
+		for _, c := range d.Conds {
+			if !slices.Contains(depTypes, c.Type) || (c.Job == "") != (c.Type == "singleton") || c.Job != "" && !validID(c.Job) || c.Minute < 0 {
+				t.Fatalf("%q: bad condition %+v", s, c)
+			}
 		}
 	})
 }

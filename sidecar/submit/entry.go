@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
 
@@ -407,24 +408,23 @@ func buildResources(req *Request, e *spool.Entry) error {
 	return nil
 }
 
-// checkDependency accepts the dependency types glean can wait for
-// (after, afterany, afterok, afternotok, with job ids) and refuses the
-// others by name.
+// checkDependency accepts the dependencies glean can wait for: after,
+// afterany, afterok, afternotok on jobs, array elements (5_1, 5_[1-3])
+// and whole arrays (5, 5_*), in Slurm's syntax (slurm.ParseDependency, the
+// parser gleand evaluates them with), and refuses the other types by name.
 func checkDependency(s Setting) error {
 	if len(s.Value) > 4096 {
 		return badValue("%s: too long", s.Name())
 	}
-	for _, part := range strings.FieldsFunc(s.Value, func(r rune) bool { return r == ',' || r == '?' }) {
-		typ, ids, _ := strings.Cut(part, ":")
-		switch typ {
+	d, err := slurm.ParseDependency(s.Value)
+	if err != nil {
+		return badValue("%s: %v (type:jobid[:jobid...], a job id, an array element jobid_index or jobid_[indices])", s.Name(), err)
+	}
+	for _, c := range d.Conds {
+		switch c.Type {
 		case "after", "afterany", "afterok", "afternotok":
-			if ids == "" {
-				return badValue("%s: %s needs job ids (%s:<jobid>[:<jobid>...])", s.Name(), typ, typ)
-			}
-		case "singleton", "aftercorr", "afterburstbuffer":
-			return refuse("%s: %s is not supported for elastic jobs (glean can wait for after, afterany, afterok and afternotok); submit without --glean to use it", s.Name(), typ)
 		default:
-			return badValue("%s: unknown dependency type %s", s.Name(), show(typ))
+			return refuse("%s: %s is not supported for elastic jobs (glean can wait for after, afterany, afterok and afternotok); submit without --glean to use it", s.Name(), c.Type)
 		}
 	}
 	return nil

@@ -70,6 +70,10 @@ func TestBuildEntryRefusals(t *testing.T) {
 		{"bad glean key", []string{"--glean=colour=red", "job.sh"}, elasticScript, 255, `unknown key "colour"`},
 		{"clusters", []string{"-M", "other", "job.sh"}, elasticScript, 1, "--clusters=other: glean runs elastic jobs on its own cluster"},
 		{"singleton", []string{"--dependency=singleton", "job.sh"}, elasticScript, 1, "singleton is not supported"},
+		{"aftercorr", []string{"--dependency=afterok:4,aftercorr:5", "job.sh"}, elasticScript, 1, "aftercorr is not supported"},
+		{"dependency element", []string{"--dependency=afterok:5_x", "job.sh"}, elasticScript, 255, `--dependency=afterok:5_x: afterok: "5_x": bad array index`},
+		{"dependency id", []string{"--dependency=afterok:abc", "job.sh"}, elasticScript, 255, `"abc": bad job id`},
+		{"dependency type", []string{"--dependency=afterfoo:5", "job.sh"}, elasticScript, 255, `unknown dependency type "afterfoo"`},
 		{"bad time", []string{"-t", "zz", "job.sh"}, elasticScript, 255, `--time=zz: "zz" is not a time limit`},
 		{"bad array", []string{"--array=5-1", "job.sh"}, elasticScript, 255, "--array=5-1: range"},
 		{"too many tasks", []string{"--array=0-2000000", "job.sh"}, elasticScript, 1, "at most 1000000 per elastic job"},
@@ -102,6 +106,25 @@ func TestBuildEntryRefusals(t *testing.T) {
 	}
 	if _, err := build(t, []string{"-N", "1-1", "job.sh"}, elasticScript, nil, nil); err != nil {
 		t.Errorf("-N 1-1: %v", err)
+	}
+}
+
+// --dependency takes what slurmctld takes (its syntax, not whether the
+// jobs exist): array elements ("5_1", "5_[1,3]", whose ',' is not a
+// separator), whole arrays ("5_*"), the type in any case, the old form of
+// bare ids; the value goes into the entry as given, for gleand to evaluate
+// with the same parser.
+func TestBuildEntryDependencyForms(t *testing.T) {
+	for _, dep := range []string{"afterok:5_1", "afterany:5_[1,3]", "afterok:5_[0-9:3]?afternotok:6", "afterok:5_*",
+		"AfterOK:5", "5,6", "after:5+10:6", "afterok:5:6_2,afterany:7"} {
+		b, err := build(t, []string{"--dependency=" + dep, "job.sh"}, elasticScript, nil, nil)
+		if err != nil {
+			t.Errorf("--dependency=%s: %v", dep, err)
+			continue
+		}
+		if b.Entry.Dependency != dep {
+			t.Errorf("--dependency=%s: entry has %q", dep, b.Entry.Dependency)
+		}
 	}
 }
 
