@@ -95,12 +95,18 @@ func TestEvalDependency(t *testing.T) {
 		"4": {ID: "4", ArrayID: "4", State: "PENDING"},
 		"6": {ID: "6", ArrayID: "5", State: "COMPLETED"},
 		"7": {ID: "7", ArrayID: "5", State: "RUNNING"},
+		"8": {ID: "8", ArrayID: "8", State: "SPECIAL_EXIT"}, // requeued, held: RequeueExitHold
+		"9": {ID: "9", ArrayID: "9", State: "REVOKED"},      // a federation sibling that ran elsewhere
 	}
 	for _, tc := range []struct {
 		dep  string
 		want DepState
 	}{
 		{"", DepMet},
+		{"afterany:8", DepWaiting}, // not ended: its owner may release it
+		{"afterok:8", DepWaiting},
+		{"afternotok:8", DepMet}, // as Slurm: SPECIAL_EXIT clears afternotok
+		{"afterany:9", DepMet},
 		{"afterok:1", DepMet},
 		{"afterok:2", DepNever},
 		{"afterok:3", DepWaiting},
@@ -444,6 +450,31 @@ func TestIntakeAccepts(t *testing.T) {
 	}
 	if got := strings.Join(fx.slurm.calls, ","); got != "cancel "+e.Shadow {
 		t.Errorf("actions after scancel: %s", got)
+	}
+}
+
+// A shadow array in SPECIAL_EXIT (its job ended with a RequeueExitHold
+// code and was requeued, held until released) has not ended: when the
+// user cancels the anchor, gleand cancels it too. Before, SPECIAL_EXIT
+// counted as final and the held array stayed in the queue.
+func TestCancelledAnchorCancelsRequeueHeldShadow(t *testing.T) {
+	fx := newFixture(t)
+	e := fx.submit(t, 4, func(e *spool.Entry, _ *QJob) { e.Mode, e.Shadow = "fair", strconv.Itoa(nextJob+1) })
+	if st := fx.round(t); st.Accepted != 1 {
+		t.Fatalf("round: %+v", st)
+	}
+	fx.slurm.mu.Lock()
+	sh := fx.slurm.jobs[e.Shadow]
+	sh.State, sh.Reason = "SPECIAL_EXIT", "JobHeldUser"
+	fx.slurm.jobs[e.Shadow] = sh
+	fx.slurm.mu.Unlock()
+	fx.slurm.Cancel(context.Background(), e.Anchor)
+	fx.slurm.calls = nil
+	if st := fx.round(t); st.Cancelled != 1 {
+		t.Fatalf("after scancel: %+v", st)
+	}
+	if got := strings.Join(fx.slurm.calls, ","); got != "cancel "+e.Shadow {
+		t.Errorf("actions after scancel: %q, want the held shadow array cancelled", got)
 	}
 }
 

@@ -164,17 +164,19 @@ func (a *arrayRecords) element(typ string, i int) DepState {
 // type, as Slurm does (_test_job_dependency_common, with an array's
 // test_job_array_complete/completed/pending): afterok waits until every
 // element ended and is met if all completed; afternotok is met once all
-// ended and one did not complete; afterany is met once all ended; after
-// once none is pending. No record: purged, met.
+// ended and one did not complete, or at once for a job in SPECIAL_EXIT;
+// afterany is met once all ended; after once none is pending. No record:
+// purged, met.
 func depOn(typ string, states []string) DepState {
 	if len(states) == 0 {
 		return DepMet // purged: Slurm drops the dependency
 	}
-	complete, completed, pending := true, true, false
+	complete, completed, pending, special := true, true, false, false
 	for _, st := range states {
 		complete = complete && st == "COMPLETED"
 		completed = completed && Ended(st)
 		pending = pending || st == "PENDING"
+		special = special || st == "SPECIAL_EXIT"
 	}
 	switch typ {
 	case "after":
@@ -197,6 +199,8 @@ func depOn(typ string, states []string) DepState {
 		return DepNever
 	case "afternotok":
 		switch {
+		case special: // requeued held after a RequeueExitHold code: Slurm counts it as not ok
+			return DepMet
 		case !completed:
 			return DepWaiting
 		case !complete:

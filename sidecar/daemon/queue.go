@@ -148,11 +148,5 @@ func Started(state string) bool {
 	return false
 }
 
-// Ended reports whether a job state is final.
-func Ended(state string) bool {
-	switch state {
-	case "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD":
-		return false
-	}
-	return true
-}
+// Ended reports whether a job state is final (slurm.JobEnded).
+func Ended(state string) bool { return slurm.JobEnded(state) }

@@ -219,6 +219,25 @@ func jobState(s string) cluster.JobState {
 	return cluster.JobOther // PREEMPTED, REQUEUED, RESIZING, STOPPED, ...
 }
 
+// JobEnded reports whether a job state as squeue prints it (%T) is final.
+// Slurm prints a state flag in place of the base state
+// (job_state_string, 22.05), so some names stand for pending or running
+// jobs: SPECIAL_EXIT is a job that ended with a RequeueExitHold code (or
+// `scontrol requeuehold State=SpecialExit`) and was requeued, pending and
+// held until its owner releases it (slurm.conf(5), scontrol(1)), as are
+// REQUEUE_HOLD and RESV_DEL_HOLD; REQUEUED and REQUEUE_FED are being
+// requeued. REVOKED is a federation sibling removed because another
+// cluster started the job (squeue(1)): final on this cluster. A name
+// Slurm may add later counts as final.
+func JobEnded(state string) bool {
+	switch state {
+	case "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+		"SPECIAL_EXIT", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD":
+		return false
+	}
+	return true
+}
+
 // validID accepts a positive decimal job id.
 func validID(s string) bool {
 	n, ok := parseDigits(s, 18)

@@ -200,6 +200,26 @@ func TestParseSqueueLenientValues(t *testing.T) {
 	}
 }
 
+// Every state name libslurm 22.05 prints (job_state_string, called from
+// a C program against the installed libslurmfull.so: each base state, and
+// PENDING with each flag), and whether the job can still run.
+func TestJobEnded(t *testing.T) {
+	for state, ended := range map[string]bool{
+		"PENDING": false, "RUNNING": false, "SUSPENDED": false, "COMPLETED": true, "CANCELLED": true,
+		"FAILED": true, "TIMEOUT": true, "NODE_FAIL": true, "PREEMPTED": true, "BOOT_FAIL": true,
+		"DEADLINE": true, "OUT_OF_MEMORY": true,
+		"COMPLETING": false, "STAGE_OUT": false, "CONFIGURING": false, "RESIZING": false, "REQUEUED": false,
+		"REQUEUE_FED": false, "REQUEUE_HOLD": false, "STOPPED": false, "RESV_DEL_HOLD": false, "SIGNALING": false,
+		"SPECIAL_EXIT":  false, // requeued and held after a RequeueExitHold exit code, until released
+		"REVOKED":       true,  // a federation sibling: the job runs on another cluster
+		"SOMETHING_NEW": true,
+	} {
+		if got := JobEnded(state); got != ended {
+			t.Errorf("JobEnded(%s) = %v, want %v", state, got, ended)
+		}
+	}
+}
+
 func TestParseSqueueEmpty(t *testing.T) {
 	for _, in := range []string{"", "\n", "  \n"} {
 		if jobs, errs := ParseSqueue(strings.NewReader(in), testSeal); len(jobs) != 0 || len(errs) != 0 {

@@ -578,9 +578,9 @@ func waitForJob(ctx context.Context, r slurm.Runner, id string, stderr io.Writer
 		out, err := r.Run(ctx, []string{"scontrol", "-o", "show", "job", id})
 		if err == nil {
 			state, code := jobEnd(string(out))
-			switch state {
-			case "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING", "":
-			case "COMPLETED":
+			switch {
+			case state == "" || !slurm.JobEnded(state): // as sbatch --wait, until it ended
+			case state == "COMPLETED":
 				return code
 			default:
 				return max(code, 1)
