@@ -194,7 +194,9 @@ cmd_up() {
 	case "$select" in linear | cons_tres) ;; *) die "--select must be linear or cons_tres, not $select" ;; esac
 	local v
 	for v in "$bf" "$sched"; do
-		[[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] || die "--bf-interval and --sched-interval must be whole seconds >= 1, not $v"
+		if ! [[ "$v" =~ ^[0-9]+$ ]] || [ "$v" -lt 1 ]; then
+			die "--bf-interval and --sched-interval must be whole seconds >= 1, not $v"
+		fi
 	done
 	[[ "$schedparams" =~ ^[a-z0-9_=,:.-]*$ ]] || die "--sched-params must be slurm.conf's SchedulerParameters (name=value,...) or \"default\", not $schedparams"
 	if ! [[ "$nodes" =~ ^[0-9]+$ ]] || [ "$nodes" -lt 1 ] || [ "$nodes" -gt 480 ]; then

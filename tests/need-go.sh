@@ -16,6 +16,7 @@ how="install the official release as root (Debian 12's golang package is 1.19, t
 then run make again (or: make GO=/usr/local/go/bin/go ...)"
 
 if ! command -v "$go" >/dev/null 2>&1; then
+	# shellcheck disable=SC2016 # the backquotes are printed, not run
 	printf 'make: %s is needed, and `%s` is not in PATH; %s\n' "$need" "$go" "$how" >&2
 	exit 1
 fi
