@@ -15,8 +15,8 @@ import (
 type Directives struct {
 	Words []string
 	Lines []int // Lines[i] is the script line of Words[i] (1-based)
-	// Het is set when a directive line mentions hetjob or packjob: a
-	// heterogeneous job, which glean does not make elastic.
+	// Het is set when a directive line's first word is hetjob or packjob
+	// (hetWord): a heterogeneous job, which glean does not make elastic.
 	Het bool
 	// End is the byte offset where the directive block ends (the first
 	// command line, or len(script)).
@@ -61,11 +61,8 @@ func ScanDirectives(file string, script []byte) (Directives, error) {
 			off = next
 			continue
 		}
-		low := strings.ToLower(string(line))
-		if strings.Contains(low, "hetjob") || strings.Contains(low, "packjob") {
-			d.Het = true // a separator between components: its words are not options
-			off = next
-			continue
+		if hetWord(strings.TrimLeft(string(rest), " \t\n\v\f\r")) {
+			d.Het = true // a separator between components; splitDirective drops the word
 		}
 		words, err := splitDirective(file, lineno, string(rest))
 		if err != nil {
@@ -100,7 +97,24 @@ func cIsSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
-// splitDirective is sbatch's _get_argument applied until the line ends.
+// hetWord reports whether s starts with the word sbatch 22.05 takes for a
+// heterogeneous-job separator: hetjob or packjob in any case, followed by a
+// blank or the end of the line. Only that word counts: "-J myhetjobtest",
+// "-o /scratch/hetjob/%j.out" or "hetjobs" are ordinary (measured against
+// sbatch 22.05.8; its get_argument and _opt_batch_script do the same).
+func hetWord(s string) bool {
+	for _, w := range []string{"hetjob", "packjob"} {
+		if len(s) >= len(w) && strings.EqualFold(s[:len(w)], w) && (len(s) == len(w) || cIsSpace(s[len(w)])) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitDirective is sbatch's _get_argument applied until the line ends. A
+// hetjob/packjob word (hetWord) where a word starts ends the line: sbatch
+// blanks it and reads no further words of that line (so "#SBATCH -J x
+// hetjob -t 9" sets only -J x).
 func splitDirective(file string, lineno int, s string) ([]string, error) {
 	var words []string
 	p := 0
@@ -108,6 +122,9 @@ func splitDirective(file string, lineno int, s string) ([]string, error) {
 		start := p
 		for p < len(s) && cIsSpace(s[p]) {
 			p++
+		}
+		if hetWord(s[p:]) {
+			return words, nil
 		}
 		if p < len(s) && s[p] == ':' {
 			return nil, &DirectiveError{lineno, fmt.Sprintf("%s: line %d: Unexpected `:` in [%s]", file, lineno, s[start:])}

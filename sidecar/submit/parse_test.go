@@ -102,6 +102,21 @@ func TestScanDirectives(t *testing.T) {
 		{"unmatched quote", "#!/bin/sh\n#SBATCH -J \"unterminated\n", nil, nil, false, "q.sh: line 2: Unmatched `\"` in [ \"unterminated]"},
 		{"colon", "#!/bin/sh\n#SBATCH -t 3 : -J x\n", nil, nil, false, "q.sh: line 2: Unexpected `:` in [ : -J x]"},
 		{"hetjob line", "#!/bin/sh\n#SBATCH -t 3\n#SBATCH hetjob\n#SBATCH -t 4\n", []string{"-t", "3", "-t", "4"}, []int{2, 2, 4, 4}, true, ""},
+		// sbatch 22.05.8 (measured with -v): only a word hetjob/packjob separates
+		// components; one starting a line makes it a separator, one later on a
+		// line ends that line; the letters elsewhere are ordinary.
+		{"hetjob in a path", "#!/bin/sh\n#SBATCH -o /scratch/hetjob/%j.out\n", []string{"-o", "/scratch/hetjob/%j.out"}, []int{2, 2}, false, ""},
+		{"hetjob in a name", "#!/bin/sh\n#SBATCH -J myhetjobtest\n", []string{"-J", "myhetjobtest"}, []int{2, 2}, false, ""},
+		{"packjob as a value", "#!/bin/sh\n#SBATCH --comment=packjob\n", []string{"--comment=packjob"}, []int{2}, false, ""},
+		{"hetjob in a comment", "#!/bin/sh\n#SBATCH -J x # hetjob\n", []string{"-J", "x"}, []int{2, 2}, false, ""},
+		{"hetjobs is a word", "#!/bin/sh\n#SBATCH hetjobs\n", []string{"hetjobs"}, []int{2}, false, ""},
+		{"hetjob# is a word", "#!/bin/sh\n#SBATCH hetjob#x\n", []string{"hetjob"}, []int{2}, false, ""},
+		{"separator in any case after a tab", "#!/bin/sh\n#SBATCH -J x\n#SBATCH\tHetJob\n#SBATCH -t 5\n", []string{"-J", "x", "-t", "5"}, []int{2, 2, 4, 4}, true, ""},
+		{"separator without a blank", "#!/bin/sh\n#SBATCHpackjob\n", nil, nil, true, ""},
+		{"separator drops the rest of its line", "#!/bin/sh\n#SBATCH hetjob -t 7\n#SBATCH -t 5\n", []string{"-t", "5"}, []int{3, 3}, true, ""},
+		{"hetjob later on a line ends it", "#!/bin/sh\n#SBATCH -J x PACKJOB -t 9\n#SBATCH --comment=c\n", []string{"-J", "x", "--comment=c"}, []int{2, 2, 3}, false, ""},
+		{"hetjob as a value is dropped", "#!/bin/sh\n#SBATCH -J hetjob\n#SBATCH -t 5\n", []string{"-J", "-t", "5"}, []int{2, 3, 3}, false, ""},
+		{"quoted hetjob is a value", "#!/bin/sh\n#SBATCH -J 'hetjob'\n", []string{"-J", "hetjob"}, []int{2, 2}, false, ""},
 		{"empty word ends the line", "#!/bin/sh\n#SBATCH -J \"\" -t 5\n", []string{"-J"}, []int{2}, false, ""},
 		{"CRLF lines", "#!/bin/sh\r\n#SBATCH -t 5\r\n", []string{"-t", "5"}, []int{2, 2}, false, ""},
 	} {
