@@ -64,15 +64,16 @@ INSTALL    ?= install
 # What the units and the config say, rewritten to the paths above.
 INSTALL_SED = -e 's|/usr/bin/glean|$(BINDIR)/glean|g' -e 's|/etc/glean/|$(SYSCONFDIR)/glean/|g' \
 	-e 's|/usr/libexec/glean/|$(LIBEXECDIR)/glean/|g' -e 's|/var/spool/glean|$(SPOOLDIR)|g'
-# The wrapper looks for glean in /usr/bin and /usr/local/bin; elsewhere, in BINDIR first.
-WRAPPER_SED = $(if $(filter-out /usr/bin /usr/local/bin,$(BINDIR)),-e 's|"$$here/glean" /usr/bin/glean|"$$here/glean" $(BINDIR)/glean /usr/bin/glean|',-e '')
 install: binaries
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/glean $(DESTDIR)$(DATADIR)/glean/wrappers \
 		$(DESTDIR)$(DATADIR)/glean/examples $(DESTDIR)$(SYSCONFDIR)/glean $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
 	$(INSTALL) -m 0755 $(BIN)/glean $(BIN)/gleand $(BIN)/glean-agent $(BIN)/glean-helper $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 jobscripts/pilot.sh $(DESTDIR)$(LIBEXECDIR)/glean/pilot.sh
-	sed $(WRAPPER_SED) wrappers/sbatch >$(DESTDIR)$(DATADIR)/glean/wrappers/sbatch && chmod 0755 $(DESTDIR)$(DATADIR)/glean/wrappers/sbatch
+	@# The wrapper's first line names the installed glean, which the kernel runs (no shell: see the file).
+	sed $(INSTALL_SED) wrappers/sbatch >$(DESTDIR)$(DATADIR)/glean/wrappers/sbatch && chmod 0755 $(DESTDIR)$(DATADIR)/glean/wrappers/sbatch
+	@line=$$(head -n 1 $(DESTDIR)$(DATADIR)/glean/wrappers/sbatch); case "$$line" in *" "*" "*) ok=no;; *) ok=yes;; esac; \
+	[ "$$ok" = yes ] && [ $${#line} -le 126 ] || { echo "make install: BINDIR=$(BINDIR) cannot be named on the wrapper's #! line (no blanks, at most 127 bytes): $$line" >&2; exit 1; }
 	$(INSTALL) -m 0644 wrappers/glean.sh $(DESTDIR)$(DATADIR)/glean/glean.sh
 	$(INSTALL) -m 0755 jobscripts/examples/*.sh $(DESTDIR)$(DATADIR)/glean/examples/
 	for u in gleand glean-helper; do \
@@ -160,7 +161,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet $(PKGS)
-	@if command -v shellcheck >/dev/null; then shellcheck tests/*.sh .ci/run $$(ls wrappers/* jobscripts/*.sh jobscripts/examples/*.sh 2>/dev/null); else echo "shellcheck not installed: skipped"; fi
+	@if command -v shellcheck >/dev/null; then shellcheck tests/*.sh .ci/run $$(ls wrappers/*.sh jobscripts/*.sh jobscripts/examples/*.sh 2>/dev/null); else echo "shellcheck not installed: skipped"; fi
 
 # demo runs one workload on two fresh loopback clusters side by side,
 # SLURM-only and glean, and prints utilization, the elastic job's

@@ -21,12 +21,13 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"showbf": {"print the backfill windows: how long each node is free before a pending job needs it", Showbf},
-		"status": {"list elastic jobs like squeue: state, tasks done/running/pending/failed, pilots", Status},
-		"show":   {"show everything about one elastic job, rejections included", Show},
-		"cancel": {"cancel an elastic job (as scancel on its id does)", Cancel},
-		"sim":    {"simulate a workload in SLURM-only and glean's modes: utilization, turnaround, waits", Sim},
-		"sbatch": {"", Sbatch}, // hidden: the entry of wrappers/sbatch
+		"showbf":         {"print the backfill windows: how long each node is free before a pending job needs it", Showbf},
+		"status":         {"list elastic jobs like squeue: state, tasks done/running/pending/failed, pilots", Status},
+		"show":           {"show everything about one elastic job, rejections included", Show},
+		"cancel":         {"cancel an elastic job (as scancel on its id does)", Cancel},
+		"sim":            {"simulate a workload in SLURM-only and glean's modes: utilization, turnaround, waits", Sim},
+		"sbatch":         {"", Sbatch},        // hidden: the drop-in sbatch, run directly
+		"sbatch-wrapper": {"", SbatchWrapper}, // hidden: what wrappers/sbatch's first line runs
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
 			fmt.Fprintln(stdout, "glean", Version)
 			return 0

@@ -3,6 +3,7 @@ package submit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,10 +17,35 @@ import (
 // holding it is a glean wrapper (perhaps another copy), never the real one.
 const WrapperMarker = "glean-sbatch-wrapper"
 
-// WrapperEnv carries the wrapper script's own path from wrappers/sbatch to
-// `glean sbatch`; it is removed before anything else runs, so the real
-// sbatch and the job never see it.
-const WrapperEnv = "GLEAN_SBATCH_WRAPPER"
+// WrapperCommand is the glean subcommand that wrappers/sbatch's first line
+// names: the kernel runs `glean sbatch-wrapper <wrapper path> ARGS`, so no
+// shell stands between the user and glean, and the wrapper's own path
+// comes as an argument, not through the environment.
+const WrapperCommand = "sbatch-wrapper"
+
+// WrapperInterpreter is the glean binary the first line of wrappers/sbatch
+// names as shipped; `make install` writes the installed path there.
+const WrapperInterpreter = "/usr/bin/glean"
+
+// maxShebang is the longest first line every Linux kernel since 2.6 reads
+// whole (BINPRM_BUF_SIZE was 128 bytes before 5.1).
+const maxShebang = 127
+
+// PointWrapper returns script, the text of wrappers/sbatch, with its first
+// line naming glean (an absolute path) instead of WrapperInterpreter, as
+// `make install` writes it; tests run such a copy against their own build.
+func PointWrapper(script []byte, glean string) ([]byte, error) {
+	first := "#!" + WrapperInterpreter + " " + WrapperCommand + "\n"
+	rest, ok := bytes.CutPrefix(script, []byte(first))
+	if !ok {
+		return nil, fmt.Errorf("the wrapper does not start with %q", first)
+	}
+	line := "#!" + glean + " " + WrapperCommand + "\n"
+	if !filepath.IsAbs(glean) || strings.ContainsAny(glean, " \t\n") || len(line) > maxShebang {
+		return nil, fmt.Errorf("%s cannot be named on a #! line (an absolute path without blanks, the line at most %d bytes)", glean, maxShebang)
+	}
+	return append([]byte(line), rest...), nil
+}
 
 // FindRealSbatch returns the real sbatch: configured (an absolute path),
 // else the first executable "sbatch" in PATH that is not in the wrapper's

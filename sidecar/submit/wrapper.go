@@ -36,8 +36,14 @@ const defaultMaxScript = 4 << 20
 
 // Wrapper is one run of `glean sbatch ARGS`.
 type Wrapper struct {
-	Args                  []string
-	Env                   []string // as the user had it (os.Environ())
+	Args []string
+	Env  []string // as the user had it (os.Environ())
+	// RawEnv, if set, is the environment exactly as this process got it
+	// (/proc/self/environ: duplicates and entries without "=" included),
+	// which a submission that is passed through hands on unchanged.
+	RawEnv []string
+	// Self is the path of the wrapper script that ran glean ("" if none).
+	Self                  string
 	Stdin, Stdout, Stderr *os.File
 	Cwd                   string
 	UID                   int
@@ -52,20 +58,23 @@ type Wrapper struct {
 // Main runs the wrapper and returns the exit code. On pass-through without
 // having read stdin it does not return: the real sbatch replaces it.
 func (w *Wrapper) Main(ctx context.Context) int {
-	self, _ := getenv(w.Env, WrapperEnv)
-	env := stripEnv(w.Env, WrapperEnv)
+	env := w.Env
+	passEnv := w.RawEnv
+	if passEnv == nil {
+		passEnv = env
+	}
 	cfg, cfgErr := w.LoadConfig()
 	configured := ""
 	if cfgErr == nil {
 		configured = cfg.Slurm.RealSbatch
 	}
 	path, _ := getenv(env, "PATH")
-	real, err := FindRealSbatch(configured, path, self)
+	real, err := FindRealSbatch(configured, path, w.Self)
 	if err != nil {
 		fmt.Fprintf(w.Stderr, "sbatch: error: glean: cannot find the real sbatch: %v; set slurm.real_sbatch in %s\n", err, config.Path())
 		return 127
 	}
-	p := &passer{real: real, args: w.Args, env: env, w: w}
+	p := &passer{real: real, args: w.Args, env: passEnv, w: w}
 	if v, _ := getenv(env, DisableEnv); v == "1" {
 		return p.pass(nil)
 	}

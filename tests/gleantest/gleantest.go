@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/spool"
+	"github.com/glean-hpc/glean/sidecar/submit"
 	"github.com/glean-hpc/glean/tests/slurmtest"
 )
 
@@ -127,6 +128,11 @@ func New(c *slurmtest.Cluster, opt Options) (*Env, error) {
 		data, err := os.ReadFile(filepath.Join(RepoRoot(), f.src))
 		if err != nil {
 			return nil, err
+		}
+		if f.src == "wrappers/sbatch" { // its first line names this build's glean
+			if data, err = submit.PointWrapper(data, filepath.Join(e.Bin, "glean")); err != nil {
+				return nil, err
+			}
 		}
 		if err := os.MkdirAll(filepath.Dir(f.dst), 0o755); err != nil {
 			return nil, err

@@ -32,6 +32,7 @@ import (
 	"github.com/glean-hpc/glean/sidecar/daemon"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
+	"github.com/glean-hpc/glean/sidecar/submit"
 	"github.com/glean-hpc/glean/tests/slurmtest"
 )
 
@@ -57,7 +58,7 @@ type env struct {
 	Dir      string // root of the test's files (mode 0755)
 	Bin      string // glean, gleand, glean-agent, glean-helper, rawclient
 	Helper   string // glean-helper's socket
-	Wrappers string // a copy of wrappers/sbatch next to Bin (../bin/glean)
+	Wrappers string // a copy of wrappers/sbatch whose first line names Bin/glean
 	Work     string // the test user's working directory
 	Spool    string
 	Config   string // glean.toml
@@ -163,6 +164,10 @@ func newEnv() (*env, error) {
 	}
 	wrapper, err := os.ReadFile(filepath.Join(repoRoot(), "wrappers", "sbatch"))
 	if err != nil {
+		return nil, err
+	}
+	// Its first line names this build's glean, as make install names the installed one.
+	if wrapper, err = submit.PointWrapper(wrapper, filepath.Join(e.Bin, "glean")); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(e.Wrappers, "sbatch"), wrapper, 0o755); err != nil {

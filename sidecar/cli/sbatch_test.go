@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glean-hpc/glean/sidecar/submit"
+)
+
+// TestMain lets this test binary stand in for two programs in the tests of
+// the sbatch wrapper: glean itself, as a copy of wrappers/sbatch runs it
+// (`<test binary> sbatch-wrapper <wrapper> ARGS`, or `sbatch ARGS`), wired
+// as cmd/glean is; and the real sbatch (a link named sbatch, which glean
+// runs with argv[0] "sbatch"), which writes what it got to $FAKE_SBATCH_DUMP.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == submit.WrapperCommand || os.Args[1] == "sbatch") {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	if filepath.Base(os.Args[0]) == "sbatch" {
+		os.Exit(fakeSbatch())
+	}
+	os.Exit(m.Run())
+}
+
+// sbatchSeen is what the fake real sbatch got.
+type sbatchSeen struct {
+	Args   []string // argv
+	Env    []string // the environment block as it came (/proc/self/environ)
+	Script string   // the script: the file named by the first operand, else stdin
+}
+
+// fakeSbatch reports what it got to $FAKE_SBATCH_DUMP (one JSON line per
+// run), prints a job id like sbatch, and exits $FAKE_SBATCH_EXIT. With
+// FAKE_SBATCH_NO_READ=1 it reads no script.
+func fakeSbatch() int {
+	seen := sbatchSeen{Args: os.Args, Env: rawEnviron()}
+	parsable := false
+	if os.Getenv("FAKE_SBATCH_NO_READ") != "1" {
+		var script []byte
+		operand := ""
+		for i := 1; i < len(os.Args); i++ {
+			a := os.Args[i]
+			if a == "--parsable" {
+				parsable = true
+			}
+			if !strings.HasPrefix(a, "-") {
+				operand = a
+				break
+			}
+		}
+		if operand != "" {
+			script, _ = os.ReadFile(operand)
+		} else {
+			script, _ = io.ReadAll(os.Stdin)
+		}
+		seen.Script = string(script)
+	}
+	if dump := os.Getenv("FAKE_SBATCH_DUMP"); dump != "" {
+		line, _ := json.Marshal(seen)
+		f, err := os.OpenFile(dump, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return 99
+		}
+		f.Write(append(line, '\n'))
+		f.Close()
+	}
+	if parsable {
+		fmt.Println("42")
+	} else {
+		fmt.Println("Submitted batch job 42")
+	}
+	var code int
+	fmt.Sscan(os.Getenv("FAKE_SBATCH_EXIT"), &code)
+	return code
+}
+
+// wrapperEnv is a copy of wrappers/sbatch whose first line names this
+// test binary, ahead of a fake real sbatch in PATH, with a config.
+type wrapperEnv struct {
+	Dir     string
+	Wrapper string // <Dir>/wrappers/sbatch
+	Real    string // <Dir>/real/sbatch, the fake real sbatch
+	Dump    string
+	Config  string
+}
+
+func newWrapperEnv(t *testing.T) *wrapperEnv {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e := &wrapperEnv{Dir: dir, Wrapper: filepath.Join(dir, "wrappers", "sbatch"), Real: filepath.Join(dir, "real", "sbatch"),
+		Dump: filepath.Join(dir, "dump"), Config: filepath.Join(dir, "glean.toml")}
+	src, err := os.ReadFile(filepath.Join("..", "..", "wrappers", "sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := submit.PointWrapper(src, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(e.Wrapper), filepath.Dir(e.Real), filepath.Join(dir, "spool")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(e.Wrapper, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, e.Real); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("[spool]\ndir = %q\n", filepath.Join(dir, "spool"))
+	if err := os.WriteFile(e.Config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// env is a plain environment for the wrapper: its directory first in PATH.
+func (e *wrapperEnv) env(extra ...string) []string {
+	return append([]string{"PATH=" + filepath.Dir(e.Wrapper) + ":" + filepath.Dir(e.Real) + ":/usr/bin:/bin",
+		"GLEAN_CONFIG=" + e.Config, "FAKE_SBATCH_DUMP=" + e.Dump, "LANG=C"}, extra...)
+}
+
+// seen returns what the fake real sbatch reported, one entry per run.
+func (e *wrapperEnv) seen(t *testing.T) []sbatchSeen {
+	t.Helper()
+	data, err := os.ReadFile(e.Dump)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []sbatchSeen
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var s sbatchSeen
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// started is a wrapper run under way.
+type started struct {
+	proc           *os.Process
+	stdout, stderr *os.File // files the run writes, read after it ends
+}
+
+// start runs the wrapper by execve, as a shell's `exec sbatch ARGS` would,
+// with exactly env (os.StartProcess passes duplicates and odd entries as
+// they are) and stdin (nil: /dev/null).
+func (e *wrapperEnv) start(t *testing.T, args, env []string, stdin *os.File) *started {
+	t.Helper()
+	out, err := os.CreateTemp(e.Dir, "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errf, err := os.CreateTemp(e.Dir, "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			t.Fatal(err)
+		}
+		defer stdin.Close()
+	}
+	p, err := os.StartProcess(e.Wrapper, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: []*os.File{stdin, out, errf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &started{proc: p, stdout: out, stderr: errf}
+}
+
+// wait waits for the run to end, at most until deadline, and returns its
+// status and output.
+func (s *started) wait(t *testing.T, deadline time.Duration) (syscall.WaitStatus, string, string) {
+	t.Helper()
+	done := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := s.proc.Wait()
+		done <- st
+	}()
+	var st *os.ProcessState
+	select {
+	case st = <-done:
+	case <-time.After(deadline):
+		s.proc.Kill()
+		<-done
+		t.Fatalf("the wrapper had not ended after %v", deadline)
+	}
+	read := func(f *os.File) string {
+		data, _ := os.ReadFile(f.Name())
+		f.Close()
+		return string(data)
+	}
+	return st.Sys().(syscall.WaitStatus), read(s.stdout), read(s.stderr)
+}
+
+// run runs the wrapper to its end.
+func (e *wrapperEnv) run(t *testing.T, args, env []string, stdin *os.File) (syscall.WaitStatus, string, string) {
+	t.Helper()
+	return e.start(t, args, env, stdin).wait(t, 30*time.Second)
+}
+
+// The real sbatch gets the environment byte for byte, whatever the shell
+// behind /bin/sh would drop (dash: names that are not identifiers, such as
+// the exported bash function of environment modules) or add (PWD), and
+// duplicates, which Go's os.Environ drops: the wrapper's first line runs
+// glean without any shell, and glean passes on /proc/self/environ.
+func TestWrapperKeepsTheEnvironment(t *testing.T) {
+	e := newWrapperEnv(t)
+	odd := []string{"BASH_FUNC_module%%=() {  eval `/usr/bin/modulecmd bash $*`\n}", "A-B=1", "DUP=first", "DUP=second",
+		"NOEQUALS", "=", "SPACE IN NAME=x", "EMPTY="}
+	script := filepath.Join(e.Dir, "job.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -t 5\ntrue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"plain submission", e.env(odd...)},
+		{"GLEAN_DISABLE", e.env(append([]string{"GLEAN_DISABLE=1"}, odd...)...)},
+		{"config missing", append(e.env(odd...), "GLEAN_CONFIG=/nonexistent/glean.toml")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(e.Dump)
+			ws, stdout, stderr := e.run(t, []string{"-t", "5", script}, tc.env, nil)
+			if ws.ExitStatus() != 0 || stdout != "Submitted batch job 42\n" || stderr != "" {
+				t.Fatalf("exit %v, stdout %q, stderr %q", ws, stdout, stderr)
+			}
+			seen := e.seen(t)
+			if len(seen) != 1 {
+				t.Fatalf("the real sbatch ran %d times", len(seen))
+			}
+			if !slices.Equal(seen[0].Env, tc.env) {
+				t.Errorf("the real sbatch got the environment\n%q\nwant\n%q", seen[0].Env, tc.env)
+			}
+			if want := []string{"sbatch", "-t", "5", script}; !slices.Equal(seen[0].Args, want) {
+				t.Errorf("argv %q, want %q", seen[0].Args, want)
+			}
+		})
+	}
+}
