@@ -171,6 +171,12 @@ type started struct {
 // they are) and stdin (nil: /dev/null).
 func (e *wrapperEnv) start(t *testing.T, args, env []string, stdin *os.File) *started {
 	t.Helper()
+	return e.startProgram(t, e.Wrapper, args, env, stdin)
+}
+
+// startProgram is start for another program than the wrapper.
+func (e *wrapperEnv) startProgram(t *testing.T, prog string, args, env []string, stdin *os.File) *started {
+	t.Helper()
 	out, err := os.CreateTemp(e.Dir, "stdout")
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +191,7 @@ func (e *wrapperEnv) start(t *testing.T, args, env []string, stdin *os.File) *st
 		}
 		defer stdin.Close()
 	}
-	p, err := os.StartProcess(e.Wrapper, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: []*os.File{stdin, out, errf}})
+	p, err := os.StartProcess(prog, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: []*os.File{stdin, out, errf}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,6 +265,83 @@ func TestWrapperKeepsTheEnvironment(t *testing.T) {
 			}
 			if want := []string{"sbatch", "-t", "5", script}; !slices.Equal(seen[0].Args, want) {
 				t.Errorf("argv %q, want %q", seen[0].Args, want)
+			}
+		})
+	}
+}
+
+// siteWrapper is a site's own sbatch wrapper, as public ones are written:
+// it runs "the first sbatch in PATH outside its own directory". It counts
+// its runs in its directory's "runs" and gives up after 5.
+const siteWrapper = `#!/bin/sh
+here=$(cd "$(dirname "$0")" && pwd -P)
+echo run >>"$here/runs"
+[ "$(wc -l <"$here/runs")" -le 5 ] || { echo "site wrapper: run 6 times" >&2; exit 99; }
+IFS=:
+for d in $PATH; do
+	[ "$(cd "$d" 2>/dev/null && pwd -P)" = "$here" ] && continue
+	[ -x "$d/sbatch" ] && exec "$d/sbatch" "$@"
+done
+exit 127
+`
+
+// A site's own sbatch wrapper next to glean's in PATH, which runs the
+// first sbatch in PATH outside its own directory, does not make an endless
+// round: glean marks the submission (VisitedEnv) while it hands it to a
+// script, and when its wrapper runs again it passes straight to the next
+// sbatch not yet visited. Slurm's sbatch (an ELF binary here) never sees
+// the mark, and neither does it when the mark comes from elsewhere.
+func TestWrapperAndASiteWrapper(t *testing.T) {
+	e := newWrapperEnv(t)
+	site := filepath.Join(e.Dir, "site", "sbatch")
+	if err := os.MkdirAll(filepath.Dir(site), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(site, []byte(siteWrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(e.Dir, "job.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -t 5\ntrue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	glean, sited, real := filepath.Dir(e.Wrapper), filepath.Dir(site), filepath.Dir(e.Real)
+	for _, tc := range []struct {
+		name      string
+		prog      string // what the user's sbatch is
+		path      []string
+		extra     []string
+		siteRuns  int
+		gleanEnvs []string // VisitedEnv values in the real sbatch's environment
+	}{
+		{"site's behind glean's", e.Wrapper, []string{glean, sited, real}, nil, 1, nil},
+		{"site's ahead of glean's", site, []string{sited, glean, real}, nil, 2, nil},
+		{"a mark from elsewhere", e.Wrapper, []string{glean, sited, real}, []string{submit.VisitedEnv + "=99999999\n" + site}, 1, nil},
+		{"no site wrapper, a mark from elsewhere", e.Wrapper, []string{glean, real}, []string{submit.VisitedEnv + "=99999999\n" + site}, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(e.Dump)
+			os.Remove(filepath.Join(sited, "runs"))
+			env := append(e.env(), tc.extra...)
+			env[0] = "PATH=" + strings.Join(append(tc.path, "/usr/bin", "/bin"), ":")
+			ws, stdout, stderr := e.startProgram(t, tc.prog, []string{"-t", "5", script}, env, nil).wait(t, 30*time.Second)
+			if ws.ExitStatus() != 0 || stdout != "Submitted batch job 42\n" || stderr != "" {
+				t.Fatalf("exit %v, stdout %q, stderr %q", ws, stdout, stderr)
+			}
+			runs, _ := os.ReadFile(filepath.Join(sited, "runs"))
+			if n := bytes.Count(runs, []byte("\n")); n != tc.siteRuns {
+				t.Errorf("the site's wrapper ran %d times, want %d", n, tc.siteRuns)
+			}
+			seen := e.seen(t)
+			if len(seen) != 1 {
+				t.Fatalf("the real sbatch ran %d times", len(seen))
+			}
+			if want := []string{"sbatch", "-t", "5", script}; !slices.Equal(seen[0].Args, want) {
+				t.Errorf("argv %q, want %q", seen[0].Args, want)
+			}
+			for _, kv := range seen[0].Env {
+				if strings.HasPrefix(kv, submit.VisitedEnv+"=") {
+					t.Errorf("the real sbatch got %q", kv)
+				}
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -47,12 +48,93 @@ func PointWrapper(script []byte, glean string) ([]byte, error) {
 	return append([]byte(line), rest...), nil
 }
 
+// VisitedEnv guards against an endless round between glean's wrapper and a
+// site's own sbatch wrapper that picks "the first sbatch in PATH outside
+// its own directory" (glean's again). When glean hands a submission to an
+// sbatch that is a script (#!), it sets VisitedEnv to its pid and the
+// scripts it handed the submission to, one per line; a glean that finds
+// it set by itself or an ancestor process is running again for the same
+// submission and passes it straight to the next sbatch not yet visited.
+// It is removed whenever glean runs an sbatch that is not a script (Slurm's
+// own), so Slurm and the job never see it.
+const VisitedEnv = "GLEAN_SBATCH_VISITED"
+
+// Visited reads VisitedEnv from env: the sbatch scripts this submission
+// went through, and whether it was set by this process or an ancestor (a
+// value from elsewhere, say leaked into a job's environment by a site
+// wrapper, is ignored).
+func Visited(env []string) (paths []string, reentry bool) {
+	v, ok := getenv(env, VisitedEnv)
+	if !ok {
+		return nil, false
+	}
+	lines := strings.Split(v, "\n")
+	pid, err := strconv.Atoi(lines[0])
+	if err != nil || !selfOrAncestor(pid) {
+		return nil, false
+	}
+	return lines[1:], true
+}
+
+// visitedValue is VisitedEnv's value for this process and paths.
+func visitedValue(paths []string) string {
+	return strings.Join(append([]string{strconv.Itoa(os.Getpid())}, paths...), "\n")
+}
+
+// selfOrAncestor reports whether pid is this process or one of its
+// ancestors (not init).
+func selfOrAncestor(pid int) bool {
+	if pid <= 1 {
+		return false
+	}
+	for p, hops := os.Getpid(), 0; p > 1 && hops < 256; hops++ {
+		if p == pid {
+			return true
+		}
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...; comm may hold blanks and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if i < 0 || len(f) < 2 {
+			return false
+		}
+		if p, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// isScript reports whether path starts with "#!" (a wrapper, not Slurm's
+// sbatch). One that cannot be read is no script: an interpreter could not
+// read it either.
+func isScript(path string) bool {
+	return bytes.HasPrefix(fileHead(path, 2), []byte("#!"))
+}
+
+// fileHead returns the first n bytes of a file (fewer if it is shorter or
+// cannot be read).
+func fileHead(path string, n int) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, n)
+	k, _ := io.ReadFull(f, head)
+	return head[:k]
+}
+
 // FindRealSbatch returns the real sbatch: configured (an absolute path),
 // else the first executable "sbatch" in PATH that is not in the wrapper's
 // own directory, is not the wrapper itself and is not another glean
-// wrapper. self is the wrapper's path ("" if unknown).
-func FindRealSbatch(configured, path, self string) (string, error) {
-	if configured != "" {
+// wrapper. self is the wrapper's path ("" if unknown); the visited paths
+// (VisitedEnv) are skipped.
+func FindRealSbatch(configured, path, self string, visited []string) (string, error) {
+	if configured != "" && !isVisited(configured, visited) {
 		if isGleanWrapper(configured, self) {
 			return "", errors.New("slurm.real_sbatch points at glean's own wrapper")
 		}
@@ -81,12 +163,29 @@ func FindRealSbatch(configured, path, self string) (string, error) {
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			continue
 		}
-		if isGleanWrapper(cand, self) {
+		if isGleanWrapper(cand, self) || isVisited(cand, visited) {
 			continue
 		}
 		return cand, nil
 	}
+	if len(visited) > 0 {
+		return "", fmt.Errorf("no sbatch in PATH besides glean's wrapper and %s, which ran glean's again", strings.Join(visited, ", "))
+	}
 	return "", errors.New("no sbatch in PATH besides glean's wrapper")
+}
+
+// isVisited reports whether cand is one of the visited paths (the same file).
+func isVisited(cand string, visited []string) bool {
+	a, err := os.Stat(cand)
+	if err != nil {
+		return false
+	}
+	for _, v := range visited {
+		if b, err := os.Stat(v); err == nil && os.SameFile(a, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // isGleanWrapper reports whether cand is the wrapper itself or a file
@@ -99,14 +198,7 @@ func isGleanWrapper(cand, self string) bool {
 			return true
 		}
 	}
-	f, err := os.Open(cand)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 1024)
-	n, _ := io.ReadFull(f, head)
-	return bytes.Contains(head[:n], []byte(WrapperMarker))
+	return bytes.Contains(fileHead(cand, 1024), []byte(WrapperMarker))
 }
 
 // execSbatch replaces this process with the real sbatch: the same argv

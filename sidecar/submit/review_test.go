@@ -48,11 +48,11 @@ func TestFindRealSbatchBadConfigFallsBack(t *testing.T) {
 	if err := os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got, err := FindRealSbatch("/nonexistent/bin/sbatch", dir, "")
+	got, err := FindRealSbatch("/nonexistent/bin/sbatch", dir, "", nil)
 	if err != nil || got != real {
 		t.Fatalf("FindRealSbatch = %q, %v; want %q from PATH", got, err, real)
 	}
-	got, err = FindRealSbatch(real, "", "")
+	got, err = FindRealSbatch(real, "", "", nil)
 	if err != nil || got != real {
 		t.Fatalf("a valid configured path: %q, %v", got, err)
 	}

@@ -58,10 +58,11 @@ type Wrapper struct {
 // Main runs the wrapper and returns the exit code. On pass-through without
 // having read stdin it does not return: the real sbatch replaces it.
 func (w *Wrapper) Main(ctx context.Context) int {
-	env := w.Env
+	visited, reentry := Visited(w.Env)
+	env := stripEnv(w.Env, VisitedEnv) // glean's own: never the tasks'
 	passEnv := w.RawEnv
 	if passEnv == nil {
-		passEnv = env
+		passEnv = w.Env
 	}
 	cfg, cfgErr := w.LoadConfig()
 	configured := ""
@@ -69,12 +70,15 @@ func (w *Wrapper) Main(ctx context.Context) int {
 		configured = cfg.Slurm.RealSbatch
 	}
 	path, _ := getenv(env, "PATH")
-	real, err := FindRealSbatch(configured, path, w.Self)
+	real, err := FindRealSbatch(configured, path, w.Self, visited)
 	if err != nil {
 		fmt.Fprintf(w.Stderr, "sbatch: error: glean: cannot find the real sbatch: %v; set slurm.real_sbatch in %s\n", err, config.Path())
 		return 127
 	}
-	p := &passer{real: real, args: w.Args, env: passEnv, w: w}
+	p := &passer{real: real, args: w.Args, env: passEnv, visited: visited, w: w}
+	if reentry {
+		return p.pass(nil) // glean decided already, before a site's wrapper ran it again
+	}
 	if v, _ := getenv(env, DisableEnv); v == "1" {
 		return p.pass(nil)
 	}
@@ -244,9 +248,22 @@ func readFileMax(path, name string, max int64) ([]byte, error) {
 type passer struct {
 	real     string
 	args     []string
-	env      []string
+	env      []string // as the user had it
+	visited  []string // VisitedEnv's paths
 	w        *Wrapper
 	consumed []byte
+}
+
+// environ is the real sbatch's environment: the user's, with VisitedEnv
+// naming the sbatch scripts this submission went through if the real
+// sbatch is one too (a site's wrapper, which may run glean's again), and
+// without it otherwise.
+func (p *passer) environ() []string {
+	env := stripEnv(p.env, VisitedEnv)
+	if isScript(p.real) {
+		env = append(env, VisitedEnv+"="+visitedValue(append(slices.Clip(p.visited), p.real)))
+	}
+	return env
 }
 
 // pass runs the real sbatch with the user's argv, environment and stdin.
@@ -263,11 +280,11 @@ func (p *passer) pass(consumed []byte) int {
 		}
 	}
 	if consumed == nil {
-		err := execSbatch(p.real, p.args, p.env)
+		err := execSbatch(p.real, p.args, p.environ())
 		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
 		return 126
 	}
-	ws, err := runSbatch(p.real, p.args, p.env, consumed, p.w.Stdin, p.w.Stdout, p.w.Stderr)
+	ws, err := runSbatch(p.real, p.args, p.environ(), consumed, p.w.Stdin, p.w.Stdout, p.w.Stderr)
 	if err != nil {
 		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
 		return 126
