@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 type sbatchSeen struct {
 	Args   []string // argv
 	Env    []string // the environment block as it came (/proc/self/environ)
-	Script string   // the script: the file named by the first operand, else stdin
+	Script string   // the script: the first argument naming a file, else stdin
 }
 
 // fakeSbatch reports what it got to $FAKE_SBATCH_DUMP (one JSON line per
@@ -57,8 +57,8 @@ func fakeSbatch() int {
 			if a == "--parsable" {
 				parsable = true
 			}
-			if !strings.HasPrefix(a, "-") {
-				operand = a
+			if _, err := os.Stat(a); err == nil && !strings.HasPrefix(a, "-") {
+				operand = a // the script (an option's value would not name a file here)
 				break
 			}
 		}
@@ -341,6 +341,75 @@ func TestWrapperAndASiteWrapper(t *testing.T) {
 			for _, kv := range seen[0].Env {
 				if strings.HasPrefix(kv, submit.VisitedEnv+"=") {
 					t.Errorf("the real sbatch got %q", kv)
+				}
+			}
+		})
+	}
+}
+
+// writeFile writes a file in the test's directory and returns its path.
+func (e *wrapperEnv) writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(e.Dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Only options count as asking for glean: "--glean" as a script argument,
+// in a comment of the directive block or in the script's body does not, so
+// a plain submission with an option glean's table lacks (a site plugin's,
+// such as pyxis's --container-image) passes through untouched. An elastic
+// one with such an option is refused in one line that names it.
+func TestWrapperUnknownOptions(t *testing.T) {
+	e := newWrapperEnv(t)
+	job := e.writeFile(t, "job.sh", "#!/bin/sh\n#SBATCH -t 5\n# try --glean once this works\necho --glean\n")
+	stdinJob := e.writeFile(t, "stdin.sh", "#!/bin/sh\n#SBATCH --container-image=img\n# --glean later\nsrun true\n")
+	directive := e.writeFile(t, "elastic.sh", "#!/bin/sh\n#SBATCH --glean\n#SBATCH --container-image=img\ntrue\n")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stdin  string // a file
+		passed bool
+		stderr string // with passed false
+	}{
+		{"a script argument", []string{"--container-image=img", job, "--glean"}, "", true, ""},
+		{"comments on stdin", []string{"-t", "5"}, stdinJob, true, ""},
+		{"elastic, on the command line", []string{"--glean", "--container-image=img", job}, "", false,
+			"sbatch: error: glean: glean's sbatch wrapper does not know the option --container-image, so it cannot submit this job as elastic"},
+		{"elastic, in the script", []string{directive}, "", false,
+			"sbatch: error: glean: glean's sbatch wrapper does not know the option --container-image (#SBATCH, line 3), so it cannot submit this job as elastic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(e.Dump)
+			var stdin *os.File
+			if tc.stdin != "" {
+				f, err := os.Open(tc.stdin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				stdin = f
+			}
+			ws, stdout, stderr := e.run(t, tc.args, e.env(), stdin)
+			seen := e.seen(t)
+			if !tc.passed {
+				if ws.ExitStatus() != 255 || len(seen) != 0 || !strings.HasPrefix(stderr, tc.stderr) ||
+					strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "--help") {
+					t.Fatalf("exit %v, %d runs of sbatch, stderr %q; want exit 255, none, one line starting %q", ws, len(seen), stderr, tc.stderr)
+				}
+				return
+			}
+			if ws.ExitStatus() != 0 || stdout != "Submitted batch job 42\n" || stderr != "" || len(seen) != 1 {
+				t.Fatalf("exit %v, stdout %q, stderr %q, %d runs of sbatch", ws, stdout, stderr, len(seen))
+			}
+			if want := append([]string{"sbatch"}, tc.args...); !slices.Equal(seen[0].Args, want) {
+				t.Errorf("argv %q, want %q", seen[0].Args, want)
+			}
+			if tc.stdin != "" {
+				if want, _ := os.ReadFile(tc.stdin); seen[0].Script != string(want) {
+					t.Errorf("the real sbatch read %q on stdin, want %q", seen[0].Script, want)
 				}
 			}
 		})

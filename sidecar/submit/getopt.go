@@ -79,6 +79,7 @@ func parseWords(words []string, layer Layer, line func(i int) int) (sets []Setti
 			name, val, hasVal := strings.Cut(w[2:], "=")
 			o, err := lookupLong(name, w)
 			if err != nil {
+				err.(*OptError).Line = ln
 				return sets, nil, err
 			}
 			s := Setting{Opt: o, Layer: layer, Word: "--" + o.Long, Line: ln}
@@ -105,7 +106,7 @@ func parseWords(words []string, layer Layer, line func(i int) int) (sets []Setti
 				c := w[j]
 				o := byShort[c]
 				if o == nil {
-					return sets, nil, &OptError{Msg: fmt.Sprintf("invalid option -- '%s'", string(rune(c)))}
+					return sets, nil, &OptError{Msg: fmt.Sprintf("invalid option -- '%s'", string(rune(c))), Unknown: "-" + string(rune(c)), Line: ln}
 				}
 				s := Setting{Opt: o, Layer: layer, Word: "-" + string(rune(c)), Line: ln}
 				rest := w[j+1:]

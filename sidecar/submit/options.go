@@ -183,7 +183,7 @@ func lookupLong(name, arg string) (*Option, error) {
 	}
 	switch {
 	case match == nil:
-		return nil, &OptError{Msg: fmt.Sprintf("unrecognized option '%s'", arg)}
+		return nil, &OptError{Msg: fmt.Sprintf("unrecognized option '%s'", arg), Unknown: "--" + name}
 	case ambiguous:
 		return nil, &OptError{Msg: fmt.Sprintf("option '%s' is ambiguous; possibilities: %s", arg, strings.Join(cands, " "))}
 	}
@@ -194,6 +194,11 @@ func lookupLong(name, arg string) (*Option, error) {
 // prints after "sbatch: ".
 type OptError struct {
 	Msg string
+	// Unknown is the option as written ("--container-image", "-X") when
+	// it is not in the table: sbatch may know it (a site's SPANK plugin),
+	// glean does not.
+	Unknown string
+	Line    int // the script line, for an #SBATCH directive
 }
 
 func (e *OptError) Error() string { return e.Msg }

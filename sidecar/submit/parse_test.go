@@ -180,6 +180,10 @@ func TestMentionsGlean(t *testing.T) {
 		{[]string{"--gle=mode=fair"}, nil, ""},
 		{nil, []string{"SBATCH_GLEAN=mode=fair"}, ""},
 		{nil, nil, "#!/bin/sh\n#SBATCH --glean\n"},
+		{[]string{"--container-image=img", "--glean", "x.sh"}, nil, ""},           // an option glean's table lacks, with its value
+		{[]string{"-Ht", "5", "--gl", "x.sh"}, nil, ""},                           // a short option's value in the next word
+		{nil, nil, "#!/bin/sh\n#SBATCH --container-image=img\n#SBATCH --glean\n"}, // ... in a directive
+		{nil, nil, "#!/bin/sh\n#SBATCH -t 5\n#SBATCH hetjob\n#SBATCH --glean\n"},  // a later het component's
 	} {
 		var script []byte
 		if tc.script != "" {
@@ -187,6 +191,33 @@ func TestMentionsGlean(t *testing.T) {
 		}
 		if !MentionsGlean(tc.args, tc.env, script) {
 			t.Errorf("no mention found in %v %v %q", tc.args, tc.env, tc.script)
+		}
+	}
+	// Only where sbatch reads options: never a script argument, an
+	// option's value, a comment or the script's body, nor past a word that
+	// may be the operand.
+	for _, tc := range []struct {
+		args   []string
+		script string
+	}{
+		{[]string{"x.sh", "--glean"}, ""},
+		{[]string{"--container-image=img", "x.sh", "--glean"}, ""},
+		{[]string{"-J", "--glean", "x.sh"}, ""},
+		{[]string{"-t5", "--", "--glean"}, ""},
+		{[]string{"--container-image", "img", "--glean", "x.sh"}, ""}, // img may be the operand: glean cannot tell
+		{nil, "#!/bin/sh\n# run with --glean some day\n#SBATCH -t 5\ntrue\n"},
+		{nil, "#!/bin/sh\n#SBATCH -t 5 # --glean later\ntrue\n"},
+		{nil, "#!/bin/sh\n#SBATCH --comment=--glean\ntrue\n"},
+		{nil, "echo --glean\n#SBATCH --glean\n"},
+		{nil, "#!/bin/sh\n#SBATCH x.sh --glean\n"},
+		{nil, "#!/bin/sh\n#SBATCH --container-image img --glean\n"},
+	} {
+		var script []byte
+		if tc.script != "" {
+			script = []byte(tc.script)
+		}
+		if MentionsGlean(tc.args, nil, script) {
+			t.Errorf("a mention found in %q %q", tc.args, tc.script)
 		}
 	}
 }

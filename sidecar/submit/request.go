@@ -119,33 +119,68 @@ func (r *Request) Partitions() []string {
 	return strings.Split(s.Value, ",")
 }
 
-// MentionsGlean is the quick test: does the user's input name the --glean
-// option (or an abbreviation: "--gl" is unique among sbatch's options)? If
-// not (and the site marks no partition elastic) the submission is passed
-// through without further parsing. Only the option counts, never the word
-// in a job name, a path or a comment: those must pass through untouched
-// even when glean's option table would not parse the rest of the line.
+// MentionsGlean is the quick test: does the user ask for glean's --glean
+// option (or an abbreviation: "--gl" is unique among sbatch's options)
+// where sbatch reads options? That is among the options before the script
+// operand on the command line (RequestsGlean), in SBATCH_GLEAN, or among
+// the #SBATCH directives as sbatch reads them (ScanDirectives: up to the
+// first command line, comments and quoting as sbatch has them). If not
+// (and the site marks no partition elastic) the submission is passed
+// through untouched, whatever glean's option table makes of the rest: the
+// word in a script argument, a job name, a path, a comment or the script's
+// body never counts.
 func MentionsGlean(args, env []string, script []byte) bool {
-	for _, a := range args {
-		if strings.HasPrefix(a, "--gl") {
-			return true
-		}
+	if RequestsGlean(args) {
+		return true
 	}
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "SBATCH_GLEAN=") {
-			return true
-		}
+	if _, ok := getenv(env, "SBATCH_GLEAN"); ok {
+		return true
 	}
-	return script != nil && strings.Contains(string(directiveBlock(script)), "--gl")
+	if script == nil {
+		return false
+	}
+	d, _ := ScanDirectives("", script) // up to an error, the words sbatch would have read
+	return RequestsGlean(d.Words)
 }
 
-// directiveBlock returns the start of script up to its first command line.
-func directiveBlock(script []byte) []byte {
-	d, _ := ScanDirectives("", script)
-	if d.End > 0 && d.End <= len(script) {
-		return script[:d.End]
+// RequestsGlean reports whether words (a command line, or directive words)
+// hold the --glean option among the options before the first operand, as
+// getopt_long would find it: values of the options that take one are
+// skipped. It does not need the words to parse: an option glean's table
+// does not know (a site plugin's) is taken to have no value, so a word
+// after it that is not an option ends the options there.
+func RequestsGlean(words []string) bool {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w == "--" || len(w) < 2 || w[0] != '-':
+			return false // the script operand (or "--" before it)
+		case strings.HasPrefix(w, "--"):
+			name, _, hasVal := strings.Cut(w[2:], "=")
+			o, err := lookupLong(name, w)
+			switch {
+			case err != nil:
+			case o.Long == "glean":
+				return true
+			case o.Arg == RequiredArg && !hasVal:
+				i++ // its value
+			}
+		default: // a cluster of short options: -Hv, -t5, -t 5
+			for j := 1; j < len(w); j++ {
+				o := byShort[w[j]]
+				if o == nil || o.Arg == OptionalArg {
+					break
+				}
+				if o.Arg == RequiredArg {
+					if j == len(w)-1 {
+						i++ // its value is the next word
+					}
+					break
+				}
+			}
+		}
 	}
-	return script
+	return false
 }
 
 // parseSizeMB parses a Slurm memory size: a number with an optional unit

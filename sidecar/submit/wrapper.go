@@ -199,9 +199,19 @@ func (w *Wrapper) elastic(req *Request, haveCfg bool, cfg config.Config) bool {
 	return false
 }
 
-// optError prints an option error as sbatch (glibc's getopt) does.
+// optError prints an option error of an elastic submission: as sbatch
+// (glibc's getopt) does, except for an option glean's table lacks, which
+// sbatch may know (a site plugin's): that says what glean cannot do.
 func (w *Wrapper) optError(err error) int {
 	var oe *OptError
+	if errors.As(err, &oe) && oe.Unknown != "" {
+		where := ""
+		if oe.Line > 0 {
+			where = fmt.Sprintf(" (#SBATCH, line %d)", oe.Line)
+		}
+		fmt.Fprintf(w.Stderr, "sbatch: error: glean: glean's sbatch wrapper does not know the option %s%s, so it cannot submit this job as elastic (it knows Slurm 22.05's options and --glean, not a site plugin's); check the spelling, or run it as a plain array job: without --glean, or with %s=1\n", oe.Unknown, where, DisableEnv)
+		return 255
+	}
 	if errors.As(err, &oe) {
 		fmt.Fprintf(w.Stderr, "sbatch: %s\nTry \"sbatch --help\" for more information\n", oe.Msg)
 		return 255
