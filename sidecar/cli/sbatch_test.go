@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/glean-hpc/glean/sidecar/submit"
 )
 
@@ -191,7 +193,8 @@ func (e *wrapperEnv) startProgram(t *testing.T, prog string, args, env []string,
 		}
 		defer stdin.Close()
 	}
-	p, err := os.StartProcess(prog, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: []*os.File{stdin, out, errf}})
+	p, err := os.StartProcess(prog, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: []*os.File{stdin, out, errf},
+		Sys: &syscall.SysProcAttr{Setpgid: true}}) // its own group, all killed on a time-out
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +214,7 @@ func (s *started) wait(t *testing.T, deadline time.Duration) (syscall.WaitStatus
 	select {
 	case st = <-done:
 	case <-time.After(deadline):
-		s.proc.Kill()
+		syscall.Kill(-s.proc.Pid, syscall.SIGKILL)
 		<-done
 		t.Fatalf("the wrapper had not ended after %v", deadline)
 	}
@@ -413,5 +416,31 @@ func TestWrapperUnknownOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A script typed at a terminal ends with one Ctrl-D: glean reads it to
+// decide, and the real sbatch, run as a child, gets those bytes and then
+// the end, not the terminal again (which would wait for a second Ctrl-D).
+func TestWrapperScriptTypedAtATerminal(t *testing.T) {
+	e := newWrapperEnv(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	typed := "#!/bin/sh\n#SBATCH -t 5\ntrue\n"
+	run := e.start(t, []string{"-t", "5"}, e.env(), tty)
+	if _, err := ptmx.Write([]byte(typed + "\x04")); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, ptmx) // the echo
+	ws, stdout, stderr := run.wait(t, 10*time.Second)
+	if ws.ExitStatus() != 0 || stdout != "Submitted batch job 42\n" || stderr != "" {
+		t.Fatalf("exit %v, stdout %q, stderr %q", ws, stdout, stderr)
+	}
+	if seen := e.seen(t); len(seen) != 1 || seen[0].Script != typed {
+		t.Fatalf("the real sbatch got %+v, want one run reading %q", seen, typed)
 	}
 }

@@ -209,25 +209,46 @@ func execSbatch(real string, args, env []string) error {
 	return syscall.Exec(real, argv, env)
 }
 
-// runSbatch runs the real sbatch as a child with stdin the bytes already
-// read followed by the rest of stdin, the same stdout and stderr, and
+// feed is what the real sbatch reads on descriptor fd in place of what
+// glean consumed there: data, then the rest of rest (nil: nothing more).
+type feed struct {
+	fd   int
+	data []byte
+	rest *os.File
+}
+
+// runSbatch runs the real sbatch as a child, with the same stdin, stdout
+// and stderr except that descriptor f.fd is a pipe fed f's bytes, and
 // returns its wait status. Signals that reach this process are passed on.
-func runSbatch(real string, args, env []string, consumed []byte, stdin, stdout, stderr *os.File) (syscall.WaitStatus, error) {
+// It does not wait for the feeding to end: once the child is gone, what it
+// did not read does not matter.
+func runSbatch(real string, args, env []string, f *feed, stdin, stdout, stderr *os.File) (syscall.WaitStatus, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
 	cmd := exec.Command(real, args...)
 	cmd.Args[0] = "sbatch"
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if consumed == nil {
-		cmd.Stdin = stdin
-	} else {
-		cmd.Stdin = io.MultiReader(bytes.NewReader(consumed), stdin)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if f.fd == 0 {
+		cmd.Stdin = pr
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pr.Close()
+	if err != nil {
+		pw.Close()
 		return 0, err
 	}
+	go func() {
+		if _, err := pw.Write(f.data); err == nil && f.rest != nil {
+			_, _ = io.Copy(pw, f.rest)
+		}
+		pw.Close()
+	}()
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -239,7 +260,7 @@ func runSbatch(real string, args, env []string, consumed []byte, stdin, stdout, 
 			}
 		}
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(done)
 	if cmd.ProcessState == nil {
 		return 0, err

@@ -133,6 +133,7 @@ func (w *Wrapper) Main(ctx context.Context) int {
 		// rewound afterwards; otherwise the bytes are handed on.
 		data, err := io.ReadAll(io.LimitReader(w.Stdin, maxScript+1))
 		p.consumed = data
+		p.eof = err == nil && int64(len(data)) <= maxScript
 		if err != nil || int64(len(data)) > maxScript {
 			return p.pass(data)
 		}
@@ -262,6 +263,7 @@ type passer struct {
 	visited  []string // VisitedEnv's paths
 	w        *Wrapper
 	consumed []byte
+	eof      bool // stdin was read to its end: after consumed, the real sbatch must get nothing more
 }
 
 // environ is the real sbatch's environment: the user's, with VisitedEnv
@@ -278,7 +280,9 @@ func (p *passer) environ() []string {
 
 // pass runs the real sbatch with the user's argv, environment and stdin.
 // Without consumed bytes it execs; with them it rewinds a regular-file
-// stdin and execs, or runs sbatch as a child fed the same bytes.
+// stdin and execs, or runs sbatch as a child fed the same bytes, then the
+// rest of stdin unless glean read it to its end (a terminal gives an end
+// once per Ctrl-D: reading on would wait for a second one).
 func (p *passer) pass(consumed []byte) int {
 	if consumed != nil {
 		if st, err := p.w.Stdin.Stat(); err == nil && st.Mode().IsRegular() {
@@ -294,7 +298,11 @@ func (p *passer) pass(consumed []byte) int {
 		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
 		return 126
 	}
-	ws, err := runSbatch(p.real, p.args, p.environ(), consumed, p.w.Stdin, p.w.Stdout, p.w.Stderr)
+	f := &feed{fd: 0, data: consumed}
+	if !p.eof {
+		f.rest = p.w.Stdin
+	}
+	ws, err := runSbatch(p.real, p.args, p.environ(), f, p.w.Stdin, p.w.Stdout, p.w.Stderr)
 	if err != nil {
 		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
 		return 126
