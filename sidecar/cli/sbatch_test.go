@@ -43,6 +43,7 @@ type sbatchSeen struct {
 	Args   []string // argv
 	Env    []string // the environment block as it came (/proc/self/environ)
 	Script string   // the script: the first argument naming a file, else stdin
+	Fds    []string // what descriptors 0-9 are (readlink), "" if closed
 }
 
 // fakeSbatch reports what it got to $FAKE_SBATCH_DUMP (one JSON line per
@@ -50,6 +51,10 @@ type sbatchSeen struct {
 // FAKE_SBATCH_NO_READ=1 it reads no script.
 func fakeSbatch() int {
 	seen := sbatchSeen{Args: os.Args, Env: rawEnviron()}
+	for fd := range 10 {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		seen.Fds = append(seen.Fds, l)
+	}
 	parsable := false
 	if os.Getenv("FAKE_SBATCH_NO_READ") != "1" {
 		var script []byte
@@ -171,13 +176,14 @@ type started struct {
 // start runs the wrapper by execve, as a shell's `exec sbatch ARGS` would,
 // with exactly env (os.StartProcess passes duplicates and odd entries as
 // they are) and stdin (nil: /dev/null).
-func (e *wrapperEnv) start(t *testing.T, args, env []string, stdin *os.File) *started {
+func (e *wrapperEnv) start(t *testing.T, args, env []string, stdin *os.File, extra ...*os.File) *started {
 	t.Helper()
-	return e.startProgram(t, e.Wrapper, args, env, stdin)
+	return e.startProgram(t, e.Wrapper, args, env, stdin, extra...)
 }
 
-// startProgram is start for another program than the wrapper.
-func (e *wrapperEnv) startProgram(t *testing.T, prog string, args, env []string, stdin *os.File) *started {
+// startProgram is start for another program than the wrapper; extra are
+// its descriptors 3, 4, ...
+func (e *wrapperEnv) startProgram(t *testing.T, prog string, args, env []string, stdin *os.File, extra ...*os.File) *started {
 	t.Helper()
 	out, err := os.CreateTemp(e.Dir, "stdout")
 	if err != nil {
@@ -193,7 +199,7 @@ func (e *wrapperEnv) startProgram(t *testing.T, prog string, args, env []string,
 		}
 		defer stdin.Close()
 	}
-	p, err := os.StartProcess(prog, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: []*os.File{stdin, out, errf},
+	p, err := os.StartProcess(prog, append([]string{"sbatch"}, args...), &os.ProcAttr{Dir: e.Dir, Env: env, Files: append([]*os.File{stdin, out, errf}, extra...),
 		Sys: &syscall.SysProcAttr{Setpgid: true}}) // its own group, all killed on a time-out
 	if err != nil {
 		t.Fatal(err)
@@ -442,5 +448,86 @@ func TestWrapperScriptTypedAtATerminal(t *testing.T) {
 	}
 	if seen := e.seen(t); len(seen) != 1 || seen[0].Script != typed {
 		t.Fatalf("the real sbatch got %+v, want one run reading %q", seen, typed)
+	}
+}
+
+// pipeWith returns the read end of a pipe holding text, its write end closed.
+func pipeWith(t *testing.T, text string) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// A script operand that is a pipe (bash's <(...), /dev/stdin fed by a
+// pipe or a heredoc, a named FIFO) reaches the real sbatch whole: glean
+// reads a pipe named by /dev/stdin, /dev/fd/N or /proc/self/fd/N and feeds
+// the same bytes on that descriptor, and leaves a named FIFO alone unless
+// the submission asks for glean. Other inherited descriptors stay as they were.
+func TestWrapperScriptFromAPipe(t *testing.T) {
+	e := newWrapperEnv(t)
+	text := "#!/bin/sh\n#SBATCH -t 5\n#SBATCH -J piped\ntrue\n"
+	other, err := os.Open(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	fifo := filepath.Join(e.Dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		operand string
+		stdin   func() *os.File
+		extra   func() []*os.File
+	}{
+		{"/dev/fd/3", "/dev/fd/3", nil, func() []*os.File { return []*os.File{pipeWith(t, text), other} }},
+		{"/proc/self/fd/4", "/proc/self/fd/4", nil, func() []*os.File { return []*os.File{other, pipeWith(t, text)} }},
+		{"/dev/stdin", "/dev/stdin", func() *os.File { return pipeWith(t, text) }, nil},
+		{"a named FIFO", fifo, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(e.Dump)
+			var stdin *os.File
+			if tc.stdin != nil {
+				stdin = tc.stdin()
+			}
+			var extra []*os.File
+			if tc.extra != nil {
+				extra = tc.extra()
+			}
+			if tc.operand == fifo {
+				go func() { // blocks until a reader opens it: the real sbatch, not glean
+					if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+						w.WriteString(text)
+						w.Close()
+					}
+				}()
+			}
+			ws, stdout, stderr := e.start(t, []string{"-t", "5", tc.operand}, e.env(), stdin, extra...).wait(t, 10*time.Second)
+			if ws.ExitStatus() != 0 || stdout != "Submitted batch job 42\n" || stderr != "" {
+				t.Fatalf("exit %v, stdout %q, stderr %q", ws, stdout, stderr)
+			}
+			seen := e.seen(t)
+			if len(seen) != 1 || seen[0].Script != text {
+				t.Fatalf("the real sbatch got %+v, want one run reading %q", seen, text)
+			}
+			if want := []string{"sbatch", "-t", "5", tc.operand}; !slices.Equal(seen[0].Args, want) {
+				t.Errorf("argv %q, want %q", seen[0].Args, want)
+			}
+			for fd, f := range extra {
+				if f == other && seen[0].Fds[3+fd] != e.Config {
+					t.Errorf("descriptor %d is %q in the real sbatch, want %s", 3+fd, seen[0].Fds[3+fd], e.Config)
+				}
+			}
+		})
 	}
 }

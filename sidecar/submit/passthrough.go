@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // WrapperMarker is a line in wrappers/sbatch. A candidate "real sbatch"
@@ -215,6 +217,7 @@ type feed struct {
 	fd   int
 	data []byte
 	rest *os.File
+	src  *os.File // the descriptor read (kept, so that no finalizer closes it)
 }
 
 // runSbatch runs the real sbatch as a child, with the same stdin, stdout
@@ -233,6 +236,8 @@ func runSbatch(real string, args, env []string, f *feed, stdin, stdout, stderr *
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	if f.fd == 0 {
 		cmd.Stdin = pr
+	} else {
+		cmd.ExtraFiles = inherited(f.fd, pr)
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
@@ -266,6 +271,20 @@ func runSbatch(real string, args, env []string, f *feed, stdin, stdout, stderr *
 		return 0, err
 	}
 	return cmd.ProcessState.Sys().(syscall.WaitStatus), nil
+}
+
+// inherited returns ExtraFiles that give a child the descriptors 3 to fd-1
+// this process inherited (open, not close-on-exec: those Go opened are),
+// and at fd the file at. Descriptors above fd are inherited as they are.
+func inherited(fd int, at *os.File) []*os.File {
+	files := make([]*os.File, fd-2)
+	for k := 3; k < fd; k++ {
+		if flags, err := unix.FcntlInt(uintptr(k), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			files[k-3] = os.NewFile(uintptr(k), "")
+		}
+	}
+	files[fd-3] = at
+	return files
 }
 
 // exitLike ends this process as status ended the child: the same exit

@@ -77,10 +77,10 @@ func (w *Wrapper) Main(ctx context.Context) int {
 	}
 	p := &passer{real: real, args: w.Args, env: passEnv, visited: visited, w: w}
 	if reentry {
-		return p.pass(nil) // glean decided already, before a site's wrapper ran it again
+		return p.pass() // glean decided already, before a site's wrapper ran it again
 	}
 	if v, _ := getenv(env, DisableEnv); v == "1" {
-		return p.pass(nil)
+		return p.pass()
 	}
 
 	req, perr := ParseCLI(w.Args)
@@ -90,13 +90,13 @@ func (w *Wrapper) Main(ctx context.Context) int {
 		if mention {
 			return w.optError(perr)
 		}
-		return p.pass(nil)
+		return p.pass()
 	}
 	if req.HasCLI("help") || req.HasCLI("usage") || req.HasCLI("version") {
-		return p.pass(nil)
+		return p.pass()
 	}
 	if _, isWrap := req.cliValue("wrap"); isWrap && !mention && !elasticParts {
-		return p.pass(nil) // no script directives: nothing else can make it elastic
+		return p.pass() // no script directives: nothing else can make it elastic
 	}
 
 	maxScript := int64(defaultMaxScript)
@@ -109,7 +109,7 @@ func (w *Wrapper) Main(ctx context.Context) int {
 	switch {
 	case isWrap:
 		if len(req.Operands) > 0 {
-			return p.pass(nil) // sbatch: "Script arguments not permitted with --wrap option"
+			return p.pass() // sbatch: "Script arguments not permitted with --wrap option"
 		}
 		script = []byte("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n" + wrap + "\n")
 		scriptName = "(wrap)"
@@ -118,41 +118,40 @@ func (w *Wrapper) Main(ctx context.Context) int {
 			if mention {
 				return w.refusal(refuse("a heterogeneous job cannot be elastic; submit its components separately, or without --glean"))
 			}
-			return p.pass(nil)
+			return p.pass()
 		}
 		scriptName = req.Operands[0]
 		if !filepath.IsAbs(scriptName) {
 			scriptName = filepath.Join(w.Cwd, scriptName)
 		}
-		script, err = readFileMax(scriptName, req.Operands[0], maxScript)
+		asked := mention || w.elastic(&Request{CLI: req.CLI, Env: envSettings(env)}, cfgErr == nil, cfg)
+		script, p.feed, err = readOperand(scriptName, req.Operands[0], w.Stdin, maxScript, asked)
 		if err != nil {
-			return p.pass(nil) // sbatch says why it cannot read it
+			return p.pass() // sbatch says why it cannot read it
 		}
 	default:
 		// The script comes on stdin: read it to decide. A regular file is
 		// rewound afterwards; otherwise the bytes are handed on.
-		data, err := io.ReadAll(io.LimitReader(w.Stdin, maxScript+1))
-		p.consumed = data
-		p.eof = err == nil && int64(len(data)) <= maxScript
-		if err != nil || int64(len(data)) > maxScript {
-			return p.pass(data)
+		p.feed, err = readFeed(w.Stdin, 0, maxScript)
+		if err != nil || p.feed.rest != nil {
+			return p.pass()
 		}
-		script = data
+		script = p.feed.data
 		scriptName = "(stdin)"
 	}
 	if !mention && !elasticParts && !MentionsGlean(nil, nil, script) {
-		return p.pass(p.consumed)
+		return p.pass()
 	}
 	mention = mention || MentionsGlean(nil, nil, script)
 	if err := req.AddScript(filepath.Base(scriptName), script); err != nil {
 		if mention {
 			return w.optError(err)
 		}
-		return p.pass(p.consumed)
+		return p.pass()
 	}
 	req.AddEnv(env)
 	if !w.elastic(req, cfgErr == nil, cfg) {
-		return p.pass(p.consumed)
+		return p.pass()
 	}
 	if cfgErr != nil {
 		fmt.Fprintf(w.Stderr, "sbatch: error: glean: cannot submit an elastic job: %v; fix the configuration, or submit with %s=1 to run it as a plain array job\n", cfgErr, DisableEnv)
@@ -257,13 +256,12 @@ func readFileMax(path, name string, max int64) ([]byte, error) {
 
 // passer hands a submission to the real sbatch.
 type passer struct {
-	real     string
-	args     []string
-	env      []string // as the user had it
-	visited  []string // VisitedEnv's paths
-	w        *Wrapper
-	consumed []byte
-	eof      bool // stdin was read to its end: after consumed, the real sbatch must get nothing more
+	real    string
+	args    []string
+	env     []string // as the user had it
+	visited []string // VisitedEnv's paths
+	w       *Wrapper
+	feed    *feed // what glean read from a pipe the real sbatch reads the script from
 }
 
 // environ is the real sbatch's environment: the user's, with VisitedEnv
@@ -278,36 +276,102 @@ func (p *passer) environ() []string {
 	return env
 }
 
-// pass runs the real sbatch with the user's argv, environment and stdin.
-// Without consumed bytes it execs; with them it rewinds a regular-file
-// stdin and execs, or runs sbatch as a child fed the same bytes, then the
-// rest of stdin unless glean read it to its end (a terminal gives an end
-// once per Ctrl-D: reading on would wait for a second one).
-func (p *passer) pass(consumed []byte) int {
-	if consumed != nil {
+// pass runs the real sbatch with the user's argv, environment and
+// descriptors. Unless glean read the script from a pipe (p.feed) it execs;
+// after reading a regular-file stdin it rewinds it and execs; otherwise it
+// runs sbatch as a child whose descriptor (stdin, or the /dev/fd/N the
+// script operand names) is a pipe fed the same bytes, then the rest unless
+// glean read it to its end (a terminal gives an end once per Ctrl-D:
+// reading on would wait for a second one).
+func (p *passer) pass() int {
+	if f := p.feed; f != nil && f.fd == 0 {
 		if st, err := p.w.Stdin.Stat(); err == nil && st.Mode().IsRegular() {
 			if cur, err := p.w.Stdin.Seek(0, io.SeekCurrent); err == nil {
-				if _, err := p.w.Stdin.Seek(cur-int64(len(consumed)), io.SeekStart); err == nil {
-					consumed = nil
+				if _, err := p.w.Stdin.Seek(cur-int64(len(f.data)), io.SeekStart); err == nil {
+					p.feed = nil
 				}
 			}
 		}
 	}
-	if consumed == nil {
+	if p.feed == nil {
 		err := execSbatch(p.real, p.args, p.environ())
 		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
 		return 126
 	}
-	f := &feed{fd: 0, data: consumed}
-	if !p.eof {
-		f.rest = p.w.Stdin
-	}
-	ws, err := runSbatch(p.real, p.args, p.environ(), f, p.w.Stdin, p.w.Stdout, p.w.Stderr)
+	ws, err := runSbatch(p.real, p.args, p.environ(), p.feed, p.w.Stdin, p.w.Stdout, p.w.Stderr)
 	if err != nil {
 		fmt.Fprintf(p.w.Stderr, "sbatch: error: glean: cannot run %s: %v\n", p.real, err)
 		return 126
 	}
 	return exitLike(ws)
+}
+
+// errNotRead is a script operand glean leaves alone: reading it would take
+// what only the real sbatch may read (a named FIFO, a terminal, ...).
+var errNotRead = errors.New("not a regular file")
+
+// readOperand reads the script named by the operand (path, absolute) to
+// decide, without consuming what the real sbatch will read: a regular file
+// is read; /dev/stdin, /dev/fd/N or /proc/self/fd/N naming a pipe is read
+// from that descriptor and handed on (the returned feed); anything else (a
+// named FIFO, a terminal, a socket) only when glean is asked for already
+// (asked: the submission is then glean's, never passed on).
+func readOperand(path, name string, stdin *os.File, max int64, asked bool) ([]byte, *feed, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Mode().IsRegular() {
+		data, err := readFileMax(path, name, max)
+		return data, nil, err
+	}
+	if fd, ok := fdPath(path); ok && fd != 1 && fd != 2 && st.Mode()&os.ModeNamedPipe != 0 {
+		src := stdin
+		if fd != 0 {
+			src = os.NewFile(uintptr(fd), path)
+		}
+		if fst, err := src.Stat(); err == nil && os.SameFile(st, fst) {
+			f, err := readFeed(src, fd, max)
+			if err != nil {
+				return nil, f, err
+			}
+			if f.rest != nil {
+				return nil, f, fmt.Errorf("%s: %w", name, spool.ErrTooLarge)
+			}
+			return f.data, f, nil
+		}
+	}
+	if asked {
+		data, err := readFileMax(path, name, max)
+		return data, nil, err
+	}
+	return nil, nil, errNotRead
+}
+
+// fdPath returns the descriptor a path names: /dev/stdin, /dev/fd/N,
+// /proc/self/fd/N.
+func fdPath(path string) (int, bool) {
+	if path == "/dev/stdin" {
+		return 0, true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/"} {
+		if n, ok := strings.CutPrefix(path, dir); ok {
+			fd, err := strconv.Atoi(n)
+			return fd, err == nil && fd >= 0 && strconv.Itoa(fd) == n
+		}
+	}
+	return 0, false
+}
+
+// readFeed reads up to max bytes from f, the descriptor fd, for a feed:
+// rest is f unless glean read it to its end.
+func readFeed(f *os.File, fd int, max int64) (*feed, error) {
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	fe := &feed{fd: fd, data: data, src: f}
+	if err != nil || int64(len(data)) > max {
+		fe.rest = f
+	}
+	return fe, err
 }
 
 // submit makes the elastic job: entry files, anchor, shadow array (fair),
