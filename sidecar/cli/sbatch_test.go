@@ -392,15 +392,7 @@ func TestWrapperUnknownOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(e.Dump)
-			var stdin *os.File
-			if tc.stdin != "" {
-				f, err := os.Open(tc.stdin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				stdin = f
-			}
+			stdin := openFile(t, tc.stdin)
 			ws, stdout, stderr := e.run(t, tc.args, e.env(), stdin)
 			seen := e.seen(t)
 			if !tc.passed {
@@ -449,6 +441,20 @@ func TestWrapperScriptTypedAtATerminal(t *testing.T) {
 	if seen := e.seen(t); len(seen) != 1 || seen[0].Script != typed {
 		t.Fatalf("the real sbatch got %+v, want one run reading %q", seen, typed)
 	}
+}
+
+// openFile opens a file for reading until the test ends (nil for "").
+func openFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // pipeWith returns the read end of a pipe holding text, its write end closed.
@@ -527,6 +533,65 @@ func TestWrapperScriptFromAPipe(t *testing.T) {
 				if f == other && seen[0].Fds[3+fd] != e.Config {
 					t.Errorf("descriptor %d is %q in the real sbatch, want %s", 3+fd, seen[0].Fds[3+fd], e.Config)
 				}
+			}
+		})
+	}
+}
+
+// An elastic submission whose script glean cannot read (over
+// spool.max_script_bytes, missing, a directory) is refused in one line
+// naming the script and the limit or the cause, and nothing is submitted;
+// a plain one still passes through to the real sbatch.
+func TestWrapperUnreadableScript(t *testing.T) {
+	e := newWrapperEnv(t)
+	cfg := fmt.Sprintf("[spool]\ndir = %q\nmax_script_bytes = 100\n", filepath.Join(e.Dir, "spool"))
+	if err := os.WriteFile(e.Config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("echo padding the script past the limit\n", 5)
+	big := e.writeFile(t, "big.sh", "#!/bin/sh\n#SBATCH -t 5\n"+body)
+	bigGlean := e.writeFile(t, "bigglean.sh", "#!/bin/sh\n#SBATCH --glean\n"+body)
+	dir := filepath.Join(e.Dir, "adir")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    []string
+		stdin  string
+		stderr string // "": passed through
+	}{
+		{"too large", []string{"--glean", "big.sh"}, nil, "",
+			"sbatch: error: glean: the batch script big.sh is larger than spool.max_script_bytes (100 bytes), so glean cannot submit it as elastic; "},
+		{"too large, #SBATCH --glean", []string{bigGlean}, nil, "",
+			"sbatch: error: glean: the batch script " + bigGlean + " is larger than spool.max_script_bytes (100 bytes), "},
+		{"too large on stdin, SBATCH_GLEAN", []string{"-t", "5"}, []string{"SBATCH_GLEAN=mode=fair"}, big,
+			"sbatch: error: glean: the batch script (stdin) is larger than spool.max_script_bytes (100 bytes), "},
+		{"missing", []string{"--glean", "nosuch.sh"}, nil, "",
+			"sbatch: error: glean: cannot read the batch script nosuch.sh (no such file or directory), so glean cannot submit it as elastic; "},
+		{"a directory", []string{"--glean=mode=fair", dir}, nil, "",
+			"sbatch: error: glean: cannot read the batch script " + dir + " (is a directory), "},
+		{"too large, plain", []string{"-t", "5", "big.sh"}, nil, "", ""},
+		{"too large on stdin, plain", []string{"-t", "5"}, nil, big, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(e.Dump)
+			stdin := openFile(t, tc.stdin)
+			ws, stdout, stderr := e.run(t, tc.args, e.env(tc.env...), stdin)
+			seen := e.seen(t)
+			if tc.stderr == "" {
+				if ws.ExitStatus() != 0 || stderr != "" || len(seen) != 1 {
+					t.Fatalf("exit %v, stderr %q, %d runs of sbatch; want it passed through", ws, stderr, len(seen))
+				}
+				return
+			}
+			if ws.ExitStatus() != 1 || stdout != "" || !strings.HasPrefix(stderr, tc.stderr) || strings.Count(stderr, "\n") != 1 ||
+				!strings.Contains(stderr, "or run it as a plain array job") || len(seen) != 0 {
+				t.Fatalf("exit %v, stdout %q, stderr %q, %d runs of sbatch; want exit 1, one line starting %q", ws, stdout, stderr, len(seen), tc.stderr)
+			}
+			if users, _ := os.ReadDir(filepath.Join(e.Dir, "spool")); len(users) != 0 {
+				t.Errorf("the spool holds %d entries", len(users))
 			}
 		})
 	}

@@ -103,6 +103,9 @@ func (w *Wrapper) Main(ctx context.Context) int {
 	if cfgErr == nil {
 		maxScript = cfg.Spool.MaxScriptBytes
 	}
+	// Asked for glean before the script is read: a script glean cannot
+	// read is then refused, never passed on without glean.
+	asked := mention || w.elastic(&Request{CLI: req.CLI, Env: envSettings(env)}, cfgErr == nil, cfg)
 	var script []byte
 	scriptName := ""
 	wrap, isWrap := req.cliValue("wrap")
@@ -124,9 +127,11 @@ func (w *Wrapper) Main(ctx context.Context) int {
 		if !filepath.IsAbs(scriptName) {
 			scriptName = filepath.Join(w.Cwd, scriptName)
 		}
-		asked := mention || w.elastic(&Request{CLI: req.CLI, Env: envSettings(env)}, cfgErr == nil, cfg)
 		script, p.feed, err = readOperand(scriptName, req.Operands[0], w.Stdin, maxScript, asked)
 		if err != nil {
+			if asked || errors.Is(err, spool.ErrTooLarge) && MentionsGlean(nil, nil, script) {
+				return w.unreadable(req.Operands[0], err, maxScript)
+			}
 			return p.pass() // sbatch says why it cannot read it
 		}
 	default:
@@ -134,6 +139,12 @@ func (w *Wrapper) Main(ctx context.Context) int {
 		// rewound afterwards; otherwise the bytes are handed on.
 		p.feed, err = readFeed(w.Stdin, 0, maxScript)
 		if err != nil || p.feed.rest != nil {
+			if err == nil {
+				err = spool.ErrTooLarge
+			}
+			if asked || errors.Is(err, spool.ErrTooLarge) && MentionsGlean(nil, nil, p.feed.data) {
+				return w.unreadable("(stdin)", err, maxScript)
+			}
 			return p.pass()
 		}
 		script = p.feed.data
@@ -238,6 +249,24 @@ func (w *Wrapper) refusal(err error) int {
 	return 1
 }
 
+// unreadable refuses an elastic submission whose script glean cannot read
+// (name as the user gave it): one line with the file, the cause or the
+// limit, and what to do.
+func (w *Wrapper) unreadable(name string, err error, max int64) int {
+	if errors.Is(err, spool.ErrTooLarge) {
+		fmt.Fprintf(w.Stderr, "sbatch: error: glean: the batch script %s is larger than spool.max_script_bytes (%d bytes), so glean cannot submit it as elastic; make it smaller (keep data in files it reads), or run it as a plain array job: without --glean, or with %s=1\n", name, max, DisableEnv)
+		return 1
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	fmt.Fprintf(w.Stderr, "sbatch: error: glean: cannot read the batch script %s (%v), so glean cannot submit it as elastic; check the path and its permissions, or run it as a plain array job: without --glean, or with %s=1\n", name, err, DisableEnv)
+	return 1
+}
+
+// readFileMax reads a file of at most max bytes; a larger one gives the
+// first max+1 bytes and an error wrapping spool.ErrTooLarge.
 func readFileMax(path, name string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -249,7 +278,7 @@ func readFileMax(path, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: %w", name, spool.ErrTooLarge)
+		return data, fmt.Errorf("%s: %w", name, spool.ErrTooLarge)
 	}
 	return data, nil
 }
@@ -336,7 +365,7 @@ func readOperand(path, name string, stdin *os.File, max int64, asked bool) ([]by
 				return nil, f, err
 			}
 			if f.rest != nil {
-				return nil, f, fmt.Errorf("%s: %w", name, spool.ErrTooLarge)
+				return f.data, f, fmt.Errorf("%s: %w", name, spool.ErrTooLarge)
 			}
 			return f.data, f, nil
 		}
