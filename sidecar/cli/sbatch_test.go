@@ -596,3 +596,43 @@ func TestWrapperUnreadableScript(t *testing.T) {
 		})
 	}
 }
+
+// When the real sbatch, run as a child because glean read the script from
+// a pipe on stdin, dies of a signal, the wrapper dies of the same signal
+// and prints nothing of its own (no goroutine dump from Go's handler for
+// SIGQUIT, SIGABRT or SIGSEGV), and leaves no core file of its own.
+func TestWrapperDiesAsTheRealSbatchDid(t *testing.T) {
+	e := newWrapperEnv(t)
+	dying := filepath.Join(e.Dir, "dying")
+	if err := os.MkdirAll(dying, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Cores allowed, so that one of the wrapper's would show (where the
+	// kernel writes them into the working directory).
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_CORE, &lim) == nil && lim.Cur < lim.Max {
+		old := lim
+		lim.Cur = lim.Max
+		if syscall.Setrlimit(syscall.RLIMIT_CORE, &lim) == nil {
+			t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_CORE, &old) })
+		}
+	}
+	fake := "#!/bin/sh\nulimit -c 0\ncat >/dev/null\nkill -\"$FAKE_SBATCH_SIGNAL\" $$\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(dying, "sbatch"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGSEGV, syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			env := e.env(fmt.Sprintf("FAKE_SBATCH_SIGNAL=%d", int(sig)))
+			env[0] = "PATH=" + filepath.Dir(e.Wrapper) + ":" + dying + ":/usr/bin:/bin"
+			ws, stdout, stderr := e.run(t, []string{"-t", "5"}, env, pipeWith(t, "#!/bin/sh\ntrue\n"))
+			if !ws.Signaled() || ws.Signal() != sig || ws.CoreDump() || stdout != "" || stderr != "" {
+				t.Fatalf("wait status %#x (signal %v, core %v), stdout %q, stderr %q; want death by %v, no core, no output",
+					int(ws), ws.Signal(), ws.CoreDump(), stdout, stderr, sig)
+			}
+			if cores, _ := filepath.Glob(filepath.Join(e.Dir, "core*")); len(cores) != 0 {
+				t.Errorf("core files: %v", cores)
+			}
+		})
+	}
+}

@@ -9,9 +9,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -288,15 +290,31 @@ func inherited(fd int, at *os.File) []*os.File {
 }
 
 // exitLike ends this process as status ended the child: the same exit
-// code, or death by the same signal.
+// code, or death by the same signal, with nothing printed. A signal goes
+// back to its default action through rt_sigaction: signal.Reset would give
+// it Go's handler, which prints a goroutine dump and exits 2 for SIGQUIT,
+// SIGABRT, SIGSEGV and the like. The default action's core dump of glean
+// is suppressed (RLIMIT_CORE 1: the kernel then writes none, to a file or
+// a pipe handler): the crash was sbatch's. If the signal does not end the
+// process after all, it exits 128+n, as a shell reports it.
 func exitLike(ws syscall.WaitStatus) int {
-	if ws.Signaled() {
-		sig := ws.Signal()
-		signal.Reset(sig)
-		_ = syscall.Kill(os.Getpid(), sig)
-		return 128 + int(sig)
+	if !ws.Signaled() {
+		return ws.ExitStatus()
 	}
-	return ws.ExitStatus()
+	sig := ws.Signal()
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_CORE, &lim) == nil {
+		lim.Cur = min(1, lim.Max)
+		_ = unix.Setrlimit(unix.RLIMIT_CORE, &lim)
+	}
+	var dfl [4]uint64 // struct sigaction: SIG_DFL (0), no flags, empty mask
+	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	runtime.LockOSThread()
+	var set unix.Sigset_t
+	set.Val[(int(sig)-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+	_ = unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil)
+	_ = unix.Tgkill(os.Getpid(), unix.Gettid(), sig)
+	return 128 + int(sig)
 }
 
 // stripEnv returns env without the variables named.
