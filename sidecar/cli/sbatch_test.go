@@ -17,6 +17,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/glean-hpc/glean/sidecar/spool"
 	"github.com/glean-hpc/glean/sidecar/submit"
 )
 
@@ -632,6 +633,68 @@ func TestWrapperDiesAsTheRealSbatchDid(t *testing.T) {
 			}
 			if cores, _ := filepath.Glob(filepath.Join(e.Dir, "core*")); len(cores) != 0 {
 				t.Errorf("core files: %v", cores)
+			}
+		})
+	}
+}
+
+// The exit status of an elastic submission tells whether the job exists: a
+// signal that comes while it is submitted undoes it (the anchor cancelled,
+// no entry) and the wrapper fails with 128+n, printing no id; once the
+// entry is committed, the wrapper prints the id and exits 0.
+func TestWrapperSignalDuringElasticSubmission(t *testing.T) {
+	e := newWrapperEnv(t)
+	spoolDir := filepath.Join(e.Dir, "spool")
+	if _, err := (&spool.Spool{Dir: spoolDir}).Init(-1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("[spool]\ndir = %q\n[policy]\ndefault_mode = \"scavenger\"\n", spoolDir)
+	if err := os.WriteFile(e.Config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Slurm: the anchor's sbatch, signalling the wrapper (its parent) on
+	// the way when FAKE_SIGNAL_PARENT is set; squeue and scancel log.
+	slurm := filepath.Join(e.Dir, "slurm")
+	log := filepath.Join(e.Dir, "slurm.log")
+	for name, text := range map[string]string{
+		"sbatch":  "#!/bin/sh\necho \"sbatch $*\" >>" + log + "\n[ -z \"$FAKE_SIGNAL_PARENT\" ] || kill -TERM $PPID\necho 42\n",
+		"squeue":  "#!/bin/sh\necho \"squeue $*\" >>" + log + "\n",
+		"scancel": "#!/bin/sh\necho \"scancel $*\" >>" + log + "\n",
+	} {
+		if err := os.MkdirAll(slurm, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(slurm, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := e.writeFile(t, "job.sh", "#!/bin/sh\n#SBATCH --array=0-3 -t 5\ntrue\n")
+	entries := func() []string {
+		m, _ := filepath.Glob(filepath.Join(spoolDir, spool.UsersDir, "*", spool.IncomingDir, "[0-9]*"))
+		return m
+	}
+	for _, tc := range []struct {
+		name     string
+		extra    []string
+		code     int
+		stdout   string
+		cancels  bool
+		nEntries int
+	}{
+		{"no signal", nil, 0, "Submitted batch job 42\n", false, 1},
+		{"a signal while the anchor is submitted", []string{"FAKE_SIGNAL_PARENT=1"}, 128 + int(syscall.SIGTERM), "", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(log)
+			env := e.env(tc.extra...)
+			env[0] = "PATH=" + filepath.Dir(e.Wrapper) + ":" + slurm + ":/usr/bin:/bin"
+			ws, stdout, stderr := e.run(t, []string{"--glean", job}, env, nil)
+			logged, _ := os.ReadFile(log)
+			if ws.ExitStatus() != tc.code || stdout != tc.stdout || strings.Contains(string(logged), "scancel 42") != tc.cancels {
+				t.Fatalf("exit %v, stdout %q, stderr %q, Slurm saw:\n%s", ws, stdout, stderr, logged)
+			}
+			if n := len(entries()); n != tc.nEntries { // the first case's entry stays
+				t.Errorf("%d entries in the spool, want %d", n, tc.nEntries)
 			}
 		})
 	}

@@ -495,12 +495,20 @@ func (w *Wrapper) submit(ctx context.Context, cfg config.Config, req *Request, r
 		}
 		submitted = append(submitted, e.Shadow)
 	}
+	// A signal that came while the job was being submitted: undo it all
+	// and fail, as an interrupted sbatch would. From the commit on the job
+	// exists, so the wrapper finishes and says so (exit 0) whatever comes:
+	// a workflow manager must not take a queued job for a failed one.
+	select {
+	case s := <-sigs:
+		undo()
+		return 128 + int(s.(syscall.Signal))
+	default:
+	}
 	if err := pend.Commit(e); err != nil {
 		undo()
 		return w.refusal(refuse("writing the spool entry: %v", err))
 	}
-	signal.Stop(sigs)
-
 	if !built.Quiet {
 		if built.Parse {
 			fmt.Fprintln(w.Stdout, strings.TrimSpace(string(anchorOut)))
@@ -508,11 +516,7 @@ func (w *Wrapper) submit(ctx context.Context, cfg config.Config, req *Request, r
 			fmt.Fprintf(w.Stdout, "Submitted batch job %s\n", e.Anchor)
 		}
 	}
-	select {
-	case s := <-sigs:
-		return 128 + int(s.(syscall.Signal))
-	default:
-	}
+	signal.Stop(sigs)
 	if e.Wait {
 		return waitForJob(ctx, runner, e.Anchor, w.Stderr)
 	}
