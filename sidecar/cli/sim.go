@@ -34,7 +34,11 @@ needed: sacct's default start is today at 00:00):
 
     %s
 
-and replayed with --workload history.sacct --nodes <the partition's node count>.
+and replayed with --workload history.sacct --nodes <the partition's node count>
+--since <the -S date>. sacct -S also prints jobs submitted before the period
+and still pending in it (held, say): their submissions are moved to the
+period's start (--since, else the first job's Start) and counted in the
+report's input line.
 A malformed line is reported as file:line on stderr and skipped (--strict:
 rejected).
 
@@ -53,6 +57,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var (
 		wl, format, mode, plots, scheduler string
+		since                              string
 		tasks, nodes                       int
 		taskTime, backlog                  time.Duration
 		asJSON, strict                     bool
@@ -62,6 +67,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&mode, "mode", "all", "slurm, fair, scavenger, thesis or all")
 	fs.IntVar(&nodes, "nodes", 0, "the machine's node count (default: the thesis lists' 24, an SWF header's MaxNodes/MaxProcs; sacct does not say it: give it)")
 	fs.StringVar(&scheduler, "scheduler", "slurm", "slurm (sched/backfill, as Slurm 22.05 does it), or easy, conservative, fcfs (--mode slurm only, without --backlog: glean's modes read Slurm's backfill plan)")
+	fs.StringVar(&since, "since", "", "sacct only: the history's period start, sacct's -S (UTC, 2024-01-01 or 2024-01-01T00:00:00); earlier submissions are moved to it (default: the first job's Start)")
 	fs.BoolVar(&strict, "strict", false, "reject a workload with a malformed line (default: warn with file:line and skip it)")
 	fs.IntVar(&tasks, "tasks", sim.DefaultTasks, "tasks per calibration job")
 	fs.DurationVar(&taskTime, "task-time", 0, "task length (overrides --tasks)")
@@ -107,7 +113,13 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if policy != sim.SlurmLike && (len(modes) != 1 || modes[0] != sim.SlurmOnly || backlog > 0) {
 		return usageErr("--scheduler %s runs only --mode slurm without --backlog: glean's pilots read the Slurm-like scheduler's backfill plan", scheduler)
 	}
-	w, err := loadWorkload(wl, format, nodes, strict, stderr)
+	var sinceT time.Time
+	if since != "" {
+		if sinceT, err = parseSince(since); err != nil {
+			return usageErr("--since: %v", err)
+		}
+	}
+	w, err := loadWorkload(wl, format, nodes, sinceT, strict, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "glean sim: %v\n", err)
 		return 1
@@ -129,6 +141,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep := sim.BuildReportAlone(w.Name, results, alone)
+	rep.Input = sim.InputOf(w)
 	if asJSON {
 		err = rep.WriteJSON(stdout)
 	} else {
@@ -174,7 +187,7 @@ func writePlots(dir, name string, results []*sim.ElasticResult) error {
 // a warning on stderr, or fail the read if strict. nodes > 0 sets the
 // machine's size (SWF: jobs larger than it are dropped, as the archive's
 // convention has it; the others: such a job is an error when simulated).
-func loadWorkload(name, format string, nodes int, strict bool, stderr io.Writer) (*workload.Workload, error) {
+func loadWorkload(name, format string, nodes int, since time.Time, strict bool, stderr io.Writer) (*workload.Workload, error) {
 	path := name
 	if n, ok := strings.CutPrefix(name, "thesis-"); ok && (n == "1" || n == "2") {
 		file := "thesis-submit-list-" + n + ".txt"
@@ -212,6 +225,9 @@ func loadWorkload(name, format string, nodes int, strict bool, stderr io.Writer)
 			format = "thesis"
 		}
 	}
+	if !since.IsZero() && format != "sacct" {
+		return nil, fmt.Errorf("--since applies to sacct histories only, not to %s (%s)", path, format)
+	}
 	opts := workload.Options{Strict: strict}
 	var w *workload.Workload
 	switch format {
@@ -220,7 +236,7 @@ func loadWorkload(name, format string, nodes int, strict bool, stderr io.Writer)
 	case "swf":
 		w, err = workload.ReadSWF(f, path, workload.SWFOptions{Options: opts, Nodes: nodes})
 	case "sacct":
-		w, err = workload.ReadSacct(f, path, opts)
+		w, err = workload.ReadSacct(f, path, workload.SacctOptions{Options: opts, Since: since})
 	default:
 		return nil, fmt.Errorf("unknown --format %q (want thesis, swf or sacct)", format)
 	}
@@ -253,6 +269,17 @@ func loadWorkload(name, format string, nodes int, strict bool, stderr io.Writer)
 		}
 	}
 	return w, nil
+}
+
+// parseSince reads --since as sacct's -S would (in UTC, as the documented
+// command runs sacct).
+func parseSince(s string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a UTC time like 2024-01-01 or 2024-01-01T00:00:00", s)
 }
 
 func skippedTotal(e *workload.Errors) int {

@@ -30,9 +30,36 @@ type RegularAlone struct {
 	MeanWait time.Duration `json:"mean_wait_ns"`
 }
 
+// Input is what reading the workload left out or moved, so that no job
+// is lost or shifted without a word.
+type Input struct {
+	Jobs int `json:"jobs"` // jobs simulated
+	// Dropped counts the well-formed records that are not simulated
+	// (workload.Workload.Dropped).
+	Dropped int `json:"dropped"`
+	// Start is the wall-clock time of the simulation's time 0, where the
+	// workload says it.
+	Start *time.Time `json:"start,omitempty"`
+	// Clamped counts the jobs submitted before Start whose submission was
+	// moved to it (sacct: held or pending into the history's period).
+	Clamped int `json:"submits_clamped"`
+}
+
+// InputOf summarises what reading w left out or moved.
+func InputOf(w *workload.Workload) *Input {
+	in := &Input{Jobs: len(w.Jobs), Dropped: w.Dropped, Clamped: w.Clamped}
+	if !w.Start.IsZero() {
+		t := w.Start
+		in.Start = &t
+	}
+	return in
+}
+
 // Report is `glean sim`'s output.
 type Report struct {
-	Workload  string       `json:"workload"`
+	Workload string `json:"workload"`
+	// Input is what reading the workload left out or moved, if set.
+	Input     *Input       `json:"input,omitempty"`
 	Nodes     int          `json:"nodes"`
 	Scheduler string       `json:"scheduler"`
 	Defaults  string       `json:"defaults"`
@@ -113,6 +140,7 @@ func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 func (rep Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workload %s, %d nodes; scheduler: %s\n", rep.Workload, rep.Nodes, rep.Scheduler)
+	rep.writeInput(&b)
 	fmt.Fprintf(&b, "defaults: %s\n\n", rep.Defaults)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -157,6 +185,23 @@ func (rep Report) WriteText(w io.Writer) error {
 	rep.writeBacklog(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeInput says what reading the workload left out or moved, when it
+// did either.
+func (rep Report) writeInput(b *strings.Builder) {
+	in := rep.Input
+	if in == nil || in.Dropped == 0 && in.Clamped == 0 {
+		return
+	}
+	fmt.Fprintf(b, "input: %d jobs simulated", in.Jobs)
+	if in.Dropped > 0 {
+		fmt.Fprintf(b, "; %d records dropped (never ran or still running, or no run time or processors)", in.Dropped)
+	}
+	if in.Clamped > 0 && in.Start != nil {
+		fmt.Fprintf(b, "; %d of them submitted before time 0 (%s) and moved to it", in.Clamped, in.Start.UTC().Format("2006-01-02T15:04:05"))
+	}
+	fmt.Fprintln(b)
 }
 
 // writeTable52 is the thesis's Table 5.2: each calibration job's

@@ -70,7 +70,7 @@ func FuzzReadThesis(f *testing.F) {
 func FuzzReadSacct(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRead(t, func(r io.Reader, strict bool) (*Workload, error) {
-			return ReadSacct(r, "fuzz", Options{Strict: strict})
+			return ReadSacct(r, "fuzz", SacctOptions{Options: Options{Strict: strict}})
 		}, data)
 	})
 }

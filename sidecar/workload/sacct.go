@@ -18,6 +18,14 @@ var (
 	sacctMax = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
+// SacctOptions tune ReadSacct.
+type SacctOptions struct {
+	Options
+	// Since is the start of the history's period, sacct's -S. Zero: the
+	// earliest Start in the history.
+	Since time.Time
+}
+
 // ReadSacct reads the jobs of a real cluster as printed by
 //
 //	TZ=UTC sacct -P -X -n -a -S <start> -E <end> \
@@ -29,13 +37,17 @@ var (
 // UNLIMITED, or Partition_Limit (read as no limit given). Run is End-Start.
 // Jobs that never started (Start Unknown or None, or cancelled while
 // pending, which older Slurm prints with Start = End) or that still run (End
-// Unknown) are counted in Dropped. Submit offsets count from the earliest
-// submission, which becomes Workload.Start. sacct does not know the machine
-// size: Workload.Nodes is the largest job, a lower bound the caller should
-// replace with the real node count. At most one Options is used.
-func ReadSacct(r io.Reader, name string, opts ...Options) (*Workload, error) {
-	w := &Workload{Name: name}
-	l := newLines(r, name, firstOpts(opts))
+// Unknown) are counted in Dropped. Submit offsets count from the start of
+// the history's period (opts.Since, else the earliest Start), which becomes
+// Workload.Start. sacct -S also prints jobs submitted long before it that
+// were still pending (held, say) in the period: their submissions are moved
+// to Workload.Start and counted in Workload.Clamped, so that the simulated
+// machine does not stand empty from the first of them to the period. sacct
+// does not know the machine size: Workload.Nodes is the largest job, a lower
+// bound the caller should replace with the real node count.
+func ReadSacct(r io.Reader, name string, opts SacctOptions) (*Workload, error) {
+	w := &Workload{Name: name, Start: opts.Since}
+	l := newLines(r, name, opts.Options)
 	var submits []time.Time
 	for {
 		text, ok := l.next()
@@ -45,7 +57,7 @@ func ReadSacct(r io.Reader, name string, opts ...Options) (*Workload, error) {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		j, submit, started, err := parseSacctLine(text)
+		j, submit, start, started, err := parseSacctLine(text)
 		if err != nil {
 			if err := l.bad(err); err != nil {
 				return nil, err
@@ -59,32 +71,34 @@ func ReadSacct(r io.Reader, name string, opts ...Options) (*Workload, error) {
 		j.Line = l.n
 		w.Jobs = append(w.Jobs, j)
 		submits = append(submits, submit)
-	}
-	for i, s := range submits {
-		if i == 0 || s.Before(w.Start) {
-			w.Start = s
+		if opts.Since.IsZero() && (len(submits) == 1 || start.Before(w.Start)) {
+			w.Start = start
 		}
 	}
 	for i := range w.Jobs {
+		if submits[i].Before(w.Start) {
+			submits[i] = w.Start
+			w.Clamped++
+		}
 		w.Jobs[i].Submit = submits[i].Sub(w.Start)
 		w.Nodes = max(w.Nodes, w.Jobs[i].Nodes)
 	}
 	return l.finish(w)
 }
 
-// parseSacctLine returns the job (Submit unset), its submit time, and
-// whether it ran at all.
-func parseSacctLine(text string) (j Job, submit time.Time, started bool, err error) {
+// parseSacctLine returns the job (Submit unset), its submit and start
+// times, and whether it ran at all.
+func parseSacctLine(text string) (j Job, submit, start time.Time, started bool, err error) {
 	f := strings.Split(text, "|")
 	if len(f) == 9 && f[8] == "" { // sacct -p ends lines with a '|'
 		f = f[:8]
 	}
 	if len(f) != 8 {
-		return j, submit, false, fmt.Errorf("%d '|'-separated fields, want 8 (%s)", len(f), SacctFormat)
+		return j, submit, start, false, fmt.Errorf("%d '|'-separated fields, want 8 (%s)", len(f), SacctFormat)
 	}
 	id, err := parseInt(f[0], 1, math.MaxInt)
 	if err != nil {
-		return j, submit, false, fmt.Errorf("JobIDRaw: %w", err)
+		return j, submit, start, false, fmt.Errorf("JobIDRaw: %w", err)
 	}
 	j.ID = int(id)
 	submit, ok, err := parseSacctTime(f[1])
@@ -92,31 +106,31 @@ func parseSacctLine(text string) (j Job, submit time.Time, started bool, err err
 		if err == nil {
 			err = fmt.Errorf("%q is not a time", f[1])
 		}
-		return j, submit, false, fmt.Errorf("Submit: %w", err)
+		return j, submit, start, false, fmt.Errorf("Submit: %w", err)
 	}
 	start, hasStart, err := parseSacctTime(f[2])
 	if err != nil {
-		return j, submit, false, fmt.Errorf("Start: %w", err)
+		return j, submit, start, false, fmt.Errorf("Start: %w", err)
 	}
 	end, hasEnd, err := parseSacctTime(f[3])
 	if err != nil {
-		return j, submit, false, fmt.Errorf("End: %w", err)
+		return j, submit, start, false, fmt.Errorf("End: %w", err)
 	}
 	state := f[6]
 	if state == "" {
-		return j, submit, false, fmt.Errorf("State is empty")
+		return j, submit, start, false, fmt.Errorf("State is empty")
 	}
 	if !hasStart || !hasEnd || strings.HasPrefix(state, "PENDING") ||
 		strings.HasPrefix(state, "CANCELLED") && start.Equal(end) {
-		return j, submit, false, nil
+		return j, submit, start, false, nil
 	}
 	if end.Before(start) {
-		return j, submit, false, fmt.Errorf("End %s is before Start %s", f[3], f[2])
+		return j, submit, start, false, fmt.Errorf("End %s is before Start %s", f[3], f[2])
 	}
 	j.Run = end.Sub(start)
 	n, err := parseInt(f[4], 1, procLimit)
 	if err != nil {
-		return j, submit, false, fmt.Errorf("NNodes: %w", err)
+		return j, submit, start, false, fmt.Errorf("NNodes: %w", err)
 	}
 	j.Nodes = int(n)
 	switch f[5] {
@@ -127,12 +141,12 @@ func parseSacctLine(text string) (j Job, submit time.Time, started bool, err err
 	default:
 		m, err := parseInt(f[5], 0, maxSpanSec/60)
 		if err != nil {
-			return j, submit, false, fmt.Errorf("TimelimitRaw (minutes, UNLIMITED or Partition_Limit): %w", err)
+			return j, submit, start, false, fmt.Errorf("TimelimitRaw (minutes, UNLIMITED or Partition_Limit): %w", err)
 		}
 		j.Limit = time.Duration(m) * time.Minute
 	}
 	j.User = f[7]
-	return j, submit, true, nil
+	return j, submit, start, true, nil
 }
 
 // parseSacctTime reads an ISO time or epoch seconds; ok is false for the

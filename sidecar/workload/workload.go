@@ -74,6 +74,9 @@ type Workload struct {
 	// records with no run time or processors or larger than the machine,
 	// sacct jobs that never started or still run.
 	Dropped int
+	// Clamped counts the jobs submitted before Start whose submission was
+	// moved to it (sacct: jobs held or pending into the history's period).
+	Clamped int
 }
 
 // Options apply to every reader.

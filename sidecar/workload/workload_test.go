@@ -322,23 +322,63 @@ func TestReadSacct(t *testing.T) {
 106|1704164645|1704164645|1704164705|1|Partition_Limit|FAILED|dave|
 107|2024-01-02T03:10:00|None|None|4|10|CANCELLED by 1000|bob
 `
-	w, err := ReadSacct(strings.NewReader(in), "sacct.txt")
+	w, err := ReadSacct(strings.NewReader(in), "sacct.txt", SacctOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := time.Date(2024, 1, 2, 3, 0, 5, 0, time.UTC)
+	// Time 0 is the first Start (105's); 105, submitted a second before
+	// it, is moved to it.
+	base := time.Date(2024, 1, 2, 3, 0, 6, 0, time.UTC)
 	want := []Job{
-		{ID: 101, Submit: 4 * time.Minute, Run: time.Hour, Nodes: 2, Limit: time.Hour, User: "alice", Line: 1},
+		{ID: 101, Submit: 4*time.Minute - time.Second, Run: time.Hour, Nodes: 2, Limit: time.Hour, User: "alice", Line: 1},
 		{ID: 105, Submit: 0, Run: 2 * time.Hour, Nodes: 8, Limit: Unlimited, User: "carol", Line: 5},
-		{ID: 106, Submit: 4 * time.Minute, Run: time.Minute, Nodes: 1, User: "dave", Line: 6},
+		{ID: 106, Submit: 4*time.Minute - time.Second, Run: time.Minute, Nodes: 1, User: "dave", Line: 6},
 	}
-	if !w.Start.Equal(base) || w.Nodes != 8 || w.Dropped != 4 || len(w.Jobs) != len(want) {
-		t.Fatalf("got start %v, nodes %d, dropped %d, %+v", w.Start, w.Nodes, w.Dropped, w.Jobs)
+	if !w.Start.Equal(base) || w.Nodes != 8 || w.Dropped != 4 || w.Clamped != 1 || len(w.Jobs) != len(want) {
+		t.Fatalf("got start %v, nodes %d, dropped %d, clamped %d, %+v", w.Start, w.Nodes, w.Dropped, w.Clamped, w.Jobs)
 	}
 	for i := range want {
 		if w.Jobs[i] != want[i] {
 			t.Errorf("job %d: got %+v, want %+v", i, w.Jobs[i], want[i])
 		}
+	}
+}
+
+// TestReadSacctHeld: sacct -S 2024-01-01 also prints a job submitted half
+// a year before and held until January. Its submission is moved to the
+// start of the period (the first Start, or SacctOptions.Since) and counted,
+// instead of making time 0 half a year before anything ran.
+func TestReadSacctHeld(t *testing.T) {
+	in := `999|2023-07-01T00:00:00|2024-01-15T00:00:00|2024-01-15T00:10:00|1|60|COMPLETED|v
+1000|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T01:00:00|4|120|COMPLETED|u
+1001|2024-01-01T01:00:00|2024-01-01T01:00:00|2024-01-01T02:00:00|4|120|COMPLETED|u
+`
+	jan := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		since   time.Time
+		start   time.Time
+		submits []time.Duration
+		clamped int
+	}{
+		{name: "first start", start: jan, submits: []time.Duration{0, 0, time.Hour}, clamped: 1},
+		{name: "since", since: jan.Add(-time.Hour), start: jan.Add(-time.Hour), submits: []time.Duration{0, time.Hour, 2 * time.Hour}, clamped: 1},
+		{name: "since later", since: jan.Add(30 * time.Minute), start: jan.Add(30 * time.Minute), submits: []time.Duration{0, 0, 30 * time.Minute}, clamped: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := ReadSacct(strings.NewReader(in), "held.sacct", SacctOptions{Options: Options{Strict: true}, Since: tc.since})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.Start.Equal(tc.start) || w.Clamped != tc.clamped || len(w.Jobs) != len(tc.submits) {
+				t.Fatalf("start %v, %d clamped, %d jobs; want %v, %d, %d", w.Start, w.Clamped, len(w.Jobs), tc.start, tc.clamped, len(tc.submits))
+			}
+			for i, j := range w.Jobs {
+				if j.Submit != tc.submits[i] {
+					t.Errorf("job %d submitted at %v, want %v", j.ID, j.Submit, tc.submits[i])
+				}
+			}
+		})
 	}
 }
 
@@ -353,7 +393,7 @@ abc|2024-01-02T03:04:05|2024-01-02T03:05:05|2024-01-02T04:05:05|2|60|COMPLETED|a
 108|Unknown|2024-01-02T03:05:05|2024-01-02T04:05:05|2|60|COMPLETED|alice
 109|1970-01-02T03:04:05|2024-01-02T03:05:05|2024-01-02T04:05:05|2|60|COMPLETED|alice
 `
-	w, err := ReadSacct(strings.NewReader(in), "s")
+	w, err := ReadSacct(strings.NewReader(in), "s", SacctOptions{})
 	badLines(t, err, "s", 2, 3, 4, 5, 6, 7, 8, 9)
 	if w == nil || len(w.Jobs) != 1 {
 		t.Fatalf("lenient read kept %+v", w)
@@ -368,7 +408,7 @@ abc|2024-01-02T03:04:05|2024-01-02T03:05:05|2024-01-02T04:05:05|2|60|COMPLETED|a
 		}
 	}
 	var le *LineError
-	if _, err := ReadSacct(strings.NewReader(in), "s", Options{Strict: true}); !errors.As(err, &le) || le.Line != 2 {
+	if _, err := ReadSacct(strings.NewReader(in), "s", SacctOptions{Options: Options{Strict: true}}); !errors.As(err, &le) || le.Line != 2 {
 		t.Fatalf("strict: %v", err)
 	}
 }
