@@ -58,7 +58,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		wl, format, mode, plots, scheduler string
 		since                              string
-		tasks, nodes                       int
+		tasks, nodes, ppn                  int
 		taskTime, backlog                  time.Duration
 		asJSON, strict                     bool
 	)
@@ -66,6 +66,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&format, "format", "", "file format: thesis, swf or sacct (default: from the name; thesis for .txt)")
 	fs.StringVar(&mode, "mode", "all", "slurm, fair, scavenger, thesis or all")
 	fs.IntVar(&nodes, "nodes", 0, "the machine's node count (default: the thesis lists' 24, an SWF header's MaxNodes/MaxProcs; sacct does not say it: give it)")
+	fs.IntVar(&ppn, "procs-per-node", 0, "SWF only: processors per node, to turn a trace's processors into whole nodes (default: the header's MaxProcs / MaxNodes when it gives both, else 1: a processor is a node)")
 	fs.StringVar(&scheduler, "scheduler", "slurm", "slurm (sched/backfill, as Slurm 22.05 does it), or easy, conservative, fcfs (--mode slurm only, without --backlog: glean's modes read Slurm's backfill plan)")
 	fs.StringVar(&since, "since", "", "sacct only: the history's period start, sacct's -S (UTC, 2024-01-01 or 2024-01-01T00:00:00); earlier submissions are moved to it (default: the first job's Start)")
 	fs.BoolVar(&strict, "strict", false, "reject a workload with a malformed line (default: warn with file:line and skip it)")
@@ -106,6 +107,9 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if nodes < 0 {
 		return usageErr("--nodes must be positive (0: from the workload)")
 	}
+	if ppn < 0 {
+		return usageErr("--procs-per-node must be positive (0: from the SWF header)")
+	}
 	policy, err := sim.ParsePolicy(scheduler)
 	if err != nil {
 		return usageErr("--scheduler: %v", err)
@@ -119,7 +123,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr("--since: %v", err)
 		}
 	}
-	w, err := loadWorkload(wl, format, nodes, sinceT, strict, stderr)
+	w, err := loadWorkload(wl, format, nodes, ppn, sinceT, strict, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "glean sim: %v\n", err)
 		return 1
@@ -187,7 +191,7 @@ func writePlots(dir, name string, results []*sim.ElasticResult) error {
 // a warning on stderr, or fail the read if strict. nodes > 0 sets the
 // machine's size (SWF: jobs larger than it are dropped, as the archive's
 // convention has it; the others: such a job is an error when simulated).
-func loadWorkload(name, format string, nodes int, since time.Time, strict bool, stderr io.Writer) (*workload.Workload, error) {
+func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict bool, stderr io.Writer) (*workload.Workload, error) {
 	path := name
 	if n, ok := strings.CutPrefix(name, "thesis-"); ok && (n == "1" || n == "2") {
 		file := "thesis-submit-list-" + n + ".txt"
@@ -228,13 +232,19 @@ func loadWorkload(name, format string, nodes int, since time.Time, strict bool, 
 	if !since.IsZero() && format != "sacct" {
 		return nil, fmt.Errorf("--since applies to sacct histories only, not to %s (%s)", path, format)
 	}
+	if ppn > 0 && format != "swf" {
+		return nil, fmt.Errorf("--procs-per-node applies to SWF traces only, not to %s (%s)", path, format)
+	}
+	if ppn == 0 {
+		ppn = workload.ProcsPerNodeFromHeader
+	}
 	opts := workload.Options{Strict: strict}
 	var w *workload.Workload
 	switch format {
 	case "thesis":
 		w, err = workload.ReadThesis(f, path, opts)
 	case "swf":
-		w, err = workload.ReadSWF(f, path, workload.SWFOptions{Options: opts, Nodes: nodes})
+		w, err = workload.ReadSWF(f, path, workload.SWFOptions{Options: opts, Nodes: nodes, ProcsPerNode: ppn})
 	case "sacct":
 		w, err = workload.ReadSacct(f, path, workload.SacctOptions{Options: opts, Since: since})
 	default:
@@ -255,6 +265,9 @@ func loadWorkload(name, format string, nodes int, since time.Time, strict bool, 
 	}
 	if len(w.Jobs) == 0 {
 		return nil, fmt.Errorf("%s: no job to simulate (%d malformed lines skipped, %d records that never ran or do not fit dropped)", path, skippedTotal(skipped), w.Dropped)
+	}
+	if w.TooLarge > 0 {
+		fmt.Fprintf(stderr, "glean sim: warning: %s: %d jobs larger than the machine's %d nodes dropped (%d processors per node; give --nodes or --procs-per-node)\n", path, w.TooLarge, w.Nodes, w.ProcsPerNode)
 	}
 	w.Name = filepath.Base(path)
 	switch {

@@ -188,6 +188,80 @@ func TestSimSacctHeld(t *testing.T) {
 	}
 }
 
+// TestSimSWFProcsPerNode: an SWF trace whose header gives MaxNodes 4 and
+// MaxProcs 32 (as LLNL-Atlas's 1,152 and 9,216) is simulated on 4 nodes
+// of 8 processors, not on 32 one-processor "nodes"; with
+// --procs-per-node 1 --nodes 4 the jobs of more than 4 processors are
+// dropped, and the report and stderr say how many and why.
+func TestSimSWFProcsPerNode(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "small.swf")
+	in := `; MaxNodes: 4
+; MaxProcs: 32
+1 0 -1 100 8 -1 -1 8 200 -1 1 12 12 -1 -1 -1 -1 -1
+2 5 -1 50 24 -1 -1 24 100 -1 1 13 13 -1 -1 -1 -1 -1
+3 7 -1 -1 4 -1 -1 4 60 -1 0 14 14 -1 -1 -1 -1 -1
+4 9 -1 30 3 -1 -1 3 60 -1 0 14 14 -1 -1 -1 -1 -1
+`
+	if err := os.WriteFile(trace, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                     string
+		args                     []string
+		nodes, jobs, ppn, tooBig int
+		text                     string
+		warn                     bool
+	}{
+		{name: "from the header", nodes: 4, jobs: 3, ppn: 8,
+			text: "input: 3 jobs simulated (8 processors per node); 1 records dropped: 1 never ran (no run time or no processors)"},
+		{name: "given", args: []string{"--procs-per-node", "4"}, nodes: 4, jobs: 2, ppn: 4, tooBig: 1,
+			text: "; 2 records dropped: 1 never ran (no run time or no processors), 1 larger than the machine's 4 nodes", warn: true},
+		{name: "processors as nodes", args: []string{"--procs-per-node", "1", "--nodes", "4"}, nodes: 4, jobs: 1, ppn: 1, tooBig: 2,
+			text: "input: 1 jobs simulated; 3 records dropped: 1 never ran (no run time or no processors), 2 larger than the machine's 4 nodes", warn: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := append([]string{"--workload", trace, "--mode", "slurm"}, tc.args...)
+			var out, errb bytes.Buffer
+			if code := Sim(context.Background(), append(base, "--json"), &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			var rep struct {
+				Nodes int
+				Input struct {
+					Jobs, Dropped int
+					TooLarge      int `json:"dropped_larger_than_machine"`
+					PPN           int `json:"procs_per_node"`
+				}
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Nodes != tc.nodes || rep.Input.Jobs != tc.jobs || rep.Input.PPN != tc.ppn || rep.Input.TooLarge != tc.tooBig || rep.Input.Dropped != 1+tc.tooBig {
+				t.Errorf("report on %d nodes, input %+v", rep.Nodes, rep.Input)
+			}
+			if got := strings.Contains(errb.String(), "larger than the machine's 4 nodes dropped"); got != tc.warn {
+				t.Errorf("warning %v, want %v: %s", got, tc.warn, errb.String())
+			}
+			out.Reset()
+			if code := Sim(context.Background(), base, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if !strings.Contains(out.String(), tc.text) {
+				t.Errorf("text report lacks %q:\n%s", tc.text, out.String())
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	if code := Sim(context.Background(), []string{"--workload", "thesis-1", "--procs-per-node", "8"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "--procs-per-node applies to SWF traces only") {
+		if !strings.Contains(errb.String(), "not found") {
+			t.Errorf("--procs-per-node on a thesis list: exit %d: %s", code, errb.String())
+		}
+	}
+	if code := Sim(context.Background(), []string{"--workload", trace, "--procs-per-node", "-1"}, &out, &errb); code != 2 {
+		t.Errorf("negative --procs-per-node: exit %d", code)
+	}
+}
+
 // TestSimPlots: the utilization and Gantt charts in PNG and SVG.
 func TestSimPlots(t *testing.T) {
 	dir := t.TempDir()

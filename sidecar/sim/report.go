@@ -35,8 +35,15 @@ type RegularAlone struct {
 type Input struct {
 	Jobs int `json:"jobs"` // jobs simulated
 	// Dropped counts the well-formed records that are not simulated
-	// (workload.Workload.Dropped).
-	Dropped int `json:"dropped"`
+	// (workload.Workload.Dropped): those larger than the machine
+	// (DroppedTooLarge), and the rest, which never ran (NotRunWhy says how
+	// the format tells).
+	Dropped         int    `json:"dropped"`
+	DroppedTooLarge int    `json:"dropped_larger_than_machine"`
+	NotRunWhy       string `json:"dropped_not_run_means,omitempty"`
+	// ProcsPerNode is the processors per node an SWF trace was read with
+	// (1: a processor is a node).
+	ProcsPerNode int `json:"procs_per_node,omitempty"`
 	// Start is the wall-clock time of the simulation's time 0, where the
 	// workload says it.
 	Start *time.Time `json:"start,omitempty"`
@@ -47,7 +54,13 @@ type Input struct {
 
 // InputOf summarises what reading w left out or moved.
 func InputOf(w *workload.Workload) *Input {
-	in := &Input{Jobs: len(w.Jobs), Dropped: w.Dropped, Clamped: w.Clamped}
+	in := &Input{Jobs: len(w.Jobs), Dropped: w.Dropped, DroppedTooLarge: w.TooLarge, Clamped: w.Clamped, ProcsPerNode: w.ProcsPerNode}
+	switch w.Format {
+	case "swf":
+		in.NotRunWhy = "no run time or no processors"
+	case "sacct":
+		in.NotRunWhy = "never started or still running"
+	}
 	if !w.Start.IsZero() {
 		t := w.Start
 		in.Start = &t
@@ -191,12 +204,26 @@ func (rep Report) WriteText(w io.Writer) error {
 // did either.
 func (rep Report) writeInput(b *strings.Builder) {
 	in := rep.Input
-	if in == nil || in.Dropped == 0 && in.Clamped == 0 {
+	if in == nil || in.Dropped == 0 && in.Clamped == 0 && in.ProcsPerNode <= 1 {
 		return
 	}
 	fmt.Fprintf(b, "input: %d jobs simulated", in.Jobs)
+	if in.ProcsPerNode > 1 {
+		fmt.Fprintf(b, " (%d processors per node)", in.ProcsPerNode)
+	}
 	if in.Dropped > 0 {
-		fmt.Fprintf(b, "; %d records dropped (never ran or still running, or no run time or processors)", in.Dropped)
+		fmt.Fprintf(b, "; %d records dropped:", in.Dropped)
+		sep := " "
+		if n := in.Dropped - in.DroppedTooLarge; n > 0 {
+			fmt.Fprintf(b, " %d never ran", n)
+			if in.NotRunWhy != "" {
+				fmt.Fprintf(b, " (%s)", in.NotRunWhy)
+			}
+			sep = ", "
+		}
+		if in.DroppedTooLarge > 0 {
+			fmt.Fprintf(b, "%s%d larger than the machine's %d nodes", sep, in.DroppedTooLarge, rep.Nodes)
+		}
 	}
 	if in.Clamped > 0 && in.Start != nil {
 		fmt.Fprintf(b, "; %d of them submitted before time 0 (%s) and moved to it", in.Clamped, in.Start.UTC().Format("2006-01-02T15:04:05"))

@@ -46,7 +46,7 @@ type SacctOptions struct {
 // does not know the machine size: Workload.Nodes is the largest job, a lower
 // bound the caller should replace with the real node count.
 func ReadSacct(r io.Reader, name string, opts SacctOptions) (*Workload, error) {
-	w := &Workload{Name: name, Start: opts.Since}
+	w := &Workload{Name: name, Format: "sacct", Start: opts.Since}
 	l := newLines(r, name, opts.Options)
 	var submits []time.Time
 	for {

@@ -11,13 +11,19 @@ import (
 	"time"
 )
 
+// ProcsPerNodeFromHeader as SWFOptions.ProcsPerNode takes the processors
+// per node from the header: MaxProcs / MaxNodes when both are given and
+// MaxProcs is a multiple of MaxNodes, else 1.
+const ProcsPerNodeFromHeader = -1
+
 // SWFOptions tune ReadSWF.
 type SWFOptions struct {
 	Options
 	// ProcsPerNode > 1 maps processors to nodes: Job.Nodes is
 	// ceil(processors / ProcsPerNode) and the machine is MaxNodes (or
-	// MaxProcs / ProcsPerNode). Otherwise Job.Nodes counts processors and
-	// the machine is MaxProcs (or MaxNodes).
+	// MaxProcs / ProcsPerNode). ProcsPerNodeFromHeader derives it from the
+	// header. Otherwise Job.Nodes counts processors and the machine is
+	// MaxProcs (or MaxNodes). Workload.ProcsPerNode is the one used.
 	ProcsPerNode int
 	// Nodes, when > 0, sets the machine size instead of the header.
 	Nodes int
@@ -42,8 +48,8 @@ const (
 // unknown. A job's processors are field 5 (allocated) if positive, else
 // field 8 (requested); its run time field 4, its limit field 9 (0 when not
 // given). Records with no run time, no processors or more than the machine
-// are counted in Dropped. With no machine size in the header or options,
-// the machine is the largest job.
+// are counted in Dropped (the last also in TooLarge). With no machine size
+// in the header or options, the machine is the largest job.
 func ReadSWF(r io.Reader, name string, opts SWFOptions) (*Workload, error) {
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -56,9 +62,8 @@ func ReadSWF(r io.Reader, name string, opts SWFOptions) (*Workload, error) {
 	} else {
 		r = br
 	}
-	ppn := max(opts.ProcsPerNode, 1)
 	var maxProcs, maxNodes int64
-	w := &Workload{Name: name}
+	w := &Workload{Name: name, Format: "swf"}
 	l := newLines(r, name, opts.Options)
 	var procs []int64 // per job, before the machine size is known
 	for {
@@ -83,7 +88,6 @@ func ReadSWF(r io.Reader, name string, opts SWFOptions) (*Workload, error) {
 					continue
 				}
 				j.Line = l.n
-				j.Nodes = int((p + int64(ppn) - 1) / int64(ppn))
 				w.Jobs = append(w.Jobs, j)
 				procs = append(procs, p)
 			}
@@ -93,6 +97,14 @@ func ReadSWF(r io.Reader, name string, opts SWFOptions) (*Workload, error) {
 				return nil, err
 			}
 		}
+	}
+	ppn := max(opts.ProcsPerNode, 1)
+	if opts.ProcsPerNode == ProcsPerNodeFromHeader && maxNodes > 0 && maxProcs%maxNodes == 0 {
+		ppn = int(max(maxProcs/maxNodes, 1))
+	}
+	w.ProcsPerNode = ppn
+	for i, p := range procs {
+		w.Jobs[i].Nodes = int((p + int64(ppn) - 1) / int64(ppn))
 	}
 	switch {
 	case opts.Nodes > 0:
@@ -111,6 +123,7 @@ func ReadSWF(r io.Reader, name string, opts SWFOptions) (*Workload, error) {
 				kept = append(kept, j)
 			} else {
 				w.Dropped++
+				w.TooLarge++
 			}
 		}
 		w.Jobs = kept

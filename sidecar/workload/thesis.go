@@ -20,7 +20,7 @@ const ThesisNodes = 24
 // from 1, bad ones included, so that fixing a line does not renumber the
 // rest. At most one Options is used.
 func ReadThesis(r io.Reader, name string, opts ...Options) (*Workload, error) {
-	w := &Workload{Name: name, Nodes: ThesisNodes}
+	w := &Workload{Name: name, Format: "thesis", Nodes: ThesisNodes}
 	l := newLines(r, name, firstOpts(opts))
 	id := 0
 	for {

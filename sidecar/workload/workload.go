@@ -74,6 +74,14 @@ type Workload struct {
 	// records with no run time or processors or larger than the machine,
 	// sacct jobs that never started or still run.
 	Dropped int
+	// TooLarge counts the records of Dropped that are larger than the
+	// machine (SWF).
+	TooLarge int
+	// Format is the reader's: "thesis", "swf" or "sacct".
+	Format string
+	// ProcsPerNode is the processors per node an SWF trace was read with
+	// (1: processors as nodes); 0 for the other formats.
+	ProcsPerNode int
 	// Clamped counts the jobs submitted before Start whose submission was
 	// moved to it (sacct: jobs held or pending into the history's period).
 	Clamped int

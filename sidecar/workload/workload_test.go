@@ -185,49 +185,65 @@ func TestReadSWF(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(swfText))
 	zw.Close()
+	// The jobs that fit, counted in processors and in nodes of 8.
+	procs := []Job{
+		{ID: 1, Submit: 0, Run: 100 * time.Second, Nodes: 8, Limit: 200 * time.Second, User: "12", Line: 5},
+		{ID: 2, Submit: 5 * time.Second, Run: 50 * time.Second, Nodes: 16, User: "13", Line: 6},
+		{ID: 6, Submit: 12 * time.Second, Run: 30 * time.Second, Nodes: 9, Limit: 60 * time.Second, Line: 10},
+	}
+	nodes := []Job{
+		{ID: 1, Submit: 0, Run: 100 * time.Second, Nodes: 1, Limit: 200 * time.Second, User: "12", Line: 5},
+		{ID: 2, Submit: 5 * time.Second, Run: 50 * time.Second, Nodes: 2, User: "13", Line: 6},
+		{ID: 6, Submit: 12 * time.Second, Run: 30 * time.Second, Nodes: 2, Limit: 60 * time.Second, Line: 10},
+	}
 	for _, tc := range []struct {
-		name  string
-		in    []byte
-		opts  SWFOptions
-		nodes int
-		want  []Job
+		name          string
+		in            []byte
+		opts          SWFOptions
+		nodes         int
+		ppn, tooLarge int
+		want          []Job
 	}{
 		{
 			name:  "processors",
 			in:    []byte(swfText),
-			nodes: 32,
-			want: []Job{
-				{ID: 1, Submit: 0, Run: 100 * time.Second, Nodes: 8, Limit: 200 * time.Second, User: "12", Line: 5},
-				{ID: 2, Submit: 5 * time.Second, Run: 50 * time.Second, Nodes: 16, User: "13", Line: 6},
-				{ID: 6, Submit: 12 * time.Second, Run: 30 * time.Second, Nodes: 9, Limit: 60 * time.Second, Line: 10},
-			},
+			nodes: 32, ppn: 1, tooLarge: 1,
+			want: procs,
 		},
 		{
 			name:  "gzip",
 			in:    gz.Bytes(),
-			nodes: 32,
-			want: []Job{
-				{ID: 1, Submit: 0, Run: 100 * time.Second, Nodes: 8, Limit: 200 * time.Second, User: "12", Line: 5},
-				{ID: 2, Submit: 5 * time.Second, Run: 50 * time.Second, Nodes: 16, User: "13", Line: 6},
-				{ID: 6, Submit: 12 * time.Second, Run: 30 * time.Second, Nodes: 9, Limit: 60 * time.Second, Line: 10},
-			},
+			nodes: 32, ppn: 1, tooLarge: 1,
+			want: procs,
 		},
 		{
 			name:  "nodes",
 			in:    []byte(swfText),
 			opts:  SWFOptions{ProcsPerNode: 8},
-			nodes: 4,
-			want: []Job{
-				{ID: 1, Submit: 0, Run: 100 * time.Second, Nodes: 1, Limit: 200 * time.Second, User: "12", Line: 5},
-				{ID: 2, Submit: 5 * time.Second, Run: 50 * time.Second, Nodes: 2, User: "13", Line: 6},
-				{ID: 6, Submit: 12 * time.Second, Run: 30 * time.Second, Nodes: 2, Limit: 60 * time.Second, Line: 10},
-			},
+			nodes: 4, ppn: 8, tooLarge: 1,
+			want: nodes,
+		},
+		{
+			// The header's MaxProcs 32 / MaxNodes 4: 8 per node.
+			name:  "nodes from the header",
+			in:    []byte(swfText),
+			opts:  SWFOptions{ProcsPerNode: ProcsPerNodeFromHeader},
+			nodes: 4, ppn: 8, tooLarge: 1,
+			want: nodes,
+		},
+		{
+			// MaxProcs not a multiple of MaxNodes: processors.
+			name:  "uneven header",
+			in:    []byte(strings.Replace(swfText, "MaxProcs: 32", "MaxProcs: 30", 1)),
+			opts:  SWFOptions{ProcsPerNode: ProcsPerNodeFromHeader},
+			nodes: 30, ppn: 1, tooLarge: 1,
+			want: procs,
 		},
 		{
 			name:  "override",
 			in:    []byte(swfText),
 			opts:  SWFOptions{Nodes: 8},
-			nodes: 8,
+			nodes: 8, ppn: 1, tooLarge: 3,
 			want: []Job{
 				{ID: 1, Submit: 0, Run: 100 * time.Second, Nodes: 8, Limit: 200 * time.Second, User: "12", Line: 5},
 			},
@@ -241,8 +257,8 @@ func TestReadSWF(t *testing.T) {
 			if w.Nodes != tc.nodes || w.Start != time.Unix(843480031, 0).UTC() {
 				t.Errorf("machine %d start %v, want %d", w.Nodes, w.Start, tc.nodes)
 			}
-			if len(w.Jobs) != len(tc.want) || w.Dropped != 6-len(tc.want) {
-				t.Fatalf("got %d jobs, %d dropped: %+v", len(w.Jobs), w.Dropped, w.Jobs)
+			if len(w.Jobs) != len(tc.want) || w.Dropped != 6-len(tc.want) || w.TooLarge != tc.tooLarge || w.ProcsPerNode != tc.ppn {
+				t.Fatalf("got %d jobs, %d dropped (%d too large), %d per node: %+v", len(w.Jobs), w.Dropped, w.TooLarge, w.ProcsPerNode, w.Jobs)
 			}
 			for i := range tc.want {
 				if w.Jobs[i] != tc.want[i] {
@@ -296,6 +312,9 @@ func TestReadSWFShared(t *testing.T) {
 		{"KTH-SP2-1996-2.1-cln.swf.gz", 0, 100, 28467},
 		{"LLNL-Atlas-2006-2.1-cln.swf.gz", 0, 9216, 36600},
 		{"LLNL-Atlas-2006-2.1-cln.swf.gz", 8, 1152, 36600},
+		{"LLNL-Atlas-2006-2.1-cln.swf.gz", ProcsPerNodeFromHeader, 1152, 36600},
+		{"KTH-SP2-1996-2.1-cln.swf.gz", ProcsPerNodeFromHeader, 100, 28467},
+		{"lublin_256.swf.gz", ProcsPerNodeFromHeader, 256, 10000},
 		{"lublin_256.swf.gz", 0, 256, 10000},
 	} {
 		f, err := os.Open(filepath.Join(sharedDir, tc.file))
