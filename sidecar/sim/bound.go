@@ -20,8 +20,10 @@ import (
 // window, at least what exceeds fill(G) is lost. The sum over all gaps is a
 // lower bound on the harvest lost, for any policy that leaves the holders
 // where r has them; with an unlimited backlog (waiting the whole window) it
-// is a lower bound on the effective utilization lost.
-func HarvestBound(r *ElasticResult) time.Duration {
+// is a lower bound on the effective utilization lost. It is in
+// node-seconds (float64: a time.Duration overflows at 2.56 million
+// node-hours).
+func HarvestBound(r *ElasticResult) float64 {
 	W := r.LastSubmit + ThesisTail
 	lens := taskLengths(r)
 	if len(lens) == 0 {
@@ -64,7 +66,7 @@ func HarvestBound(r *ElasticResult) time.Duration {
 		return t
 	}
 	f := newFiller(lens)
-	var lost time.Duration
+	var lost float64
 	for n := range held {
 		hs := held[n]
 		slices.SortFunc(hs, func(x, y iv) int { return cmp.Compare(x.a, y.a) })
@@ -74,7 +76,7 @@ func HarvestBound(r *ElasticResult) time.Duration {
 			// it: tasks back to back from its start cover the window.
 			if h.a > prev && prev < W && h.a < W+lens[0] {
 				if x := waitIn(prev, h.a) - f.fill(h.a-prev); x > 0 {
-					lost += x
+					lost += x.Seconds()
 				}
 			}
 			prev = max(prev, h.b)

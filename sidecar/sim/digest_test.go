@@ -66,5 +66,5 @@ func TestOutcomeDigest(t *testing.T) {
 	}
 	m := ComputeMetrics(r)
 	fmt.Fprintf(out, "digest %-36s %s effective=%.4f backlog-tasks=%d pilots=%d waste=%.1fh\n",
-		"kth/slurm/backlog-10m0s", outcomeDigest(r), 100*m.Effective, r.Backlog.Tasks, r.Backlog.Pilots, r.Backlog.Waste.Hours())
+		"kth/slurm/backlog-10m0s", outcomeDigest(r), 100*m.Effective, r.Backlog.Tasks, r.Backlog.Pilots, r.Backlog.WasteNodeSeconds/3600)
 }

@@ -145,10 +145,11 @@ type BacklogRun struct {
 	Until    time.Duration `json:"until_ns"` // no task started at or after it
 	Tasks    int           `json:"tasks"`    // tasks completed
 	Pilots   int           `json:"pilots"`   // pilots that started
-	// Work is the node time of its completed tasks, Waste of its killed
-	// attempts.
-	Work  time.Duration `json:"work_ns"`
-	Waste time.Duration `json:"waste_ns"`
+	// WorkNodeSeconds is the node time of its completed tasks,
+	// WasteNodeSeconds of its killed attempts (float64: a time.Duration
+	// overflows at 2.56 million node-hours).
+	WorkNodeSeconds  float64 `json:"work_node_seconds"`
+	WasteNodeSeconds float64 `json:"waste_node_seconds"`
 }
 
 // backlogID is the backlog's job ID in TaskRun and PilotRun.
@@ -1363,9 +1364,9 @@ func (d *driver) finish() {
 			case t.Job != backlogID:
 			case t.Completed:
 				d.res.Backlog.Tasks += t.Count
-				d.res.Backlog.Work += t.End - t.Start
+				d.res.Backlog.WorkNodeSeconds += (t.End - t.Start).Seconds()
 			default:
-				d.res.Backlog.Waste += t.End - t.Start
+				d.res.Backlog.WasteNodeSeconds += (t.End - t.Start).Seconds()
 			}
 		}
 	}

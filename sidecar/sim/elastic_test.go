@@ -164,7 +164,7 @@ func TestElasticTiny(t *testing.T) {
 			if got := m.Calibration[0].Finish; got != tc.wantFinish {
 				t.Errorf("finish %v, want %v", got, tc.wantFinish)
 			}
-			t.Logf("%s: finish %v pilots %d he %.3f waste %v", tc.name, m.Calibration[0].Finish, m.Pilots, m.HarvestEfficiency, m.Waste)
+			t.Logf("%s: finish %v pilots %d he %.3f waste %.0f node-s", tc.name, m.Calibration[0].Finish, m.Pilots, m.HarvestEfficiency, m.WasteNodeSeconds)
 		})
 	}
 }
@@ -374,7 +374,7 @@ func BenchmarkBacklogKTH(b *testing.B) {
 	}
 	m := ComputeMetrics(r)
 	b.Logf("effective %.4f nominal %.4f, backlog %d tasks, %.0f node-h, waste %.1f node-h, %d pilots",
-		m.Effective, m.Nominal, r.Backlog.Tasks, r.Backlog.Work.Hours(), r.Backlog.Waste.Hours(), r.Backlog.Pilots)
+		m.Effective, m.Nominal, r.Backlog.Tasks, r.Backlog.WorkNodeSeconds/3600, r.Backlog.WasteNodeSeconds/3600, r.Backlog.Pilots)
 }
 
 // resetPeakRSS resets the process's VmHWM (Linux; ignored elsewhere).
@@ -425,8 +425,8 @@ func TestElasticBaseShrinks(t *testing.T) {
 	if got, rel := r.Sched.Jobs[2].Start, base.Released[0].At; got < rel || got > rel+3*time.Second {
 		t.Errorf("R2 starts at %v; the base gave a node back at %v (and ends at %v)", got, rel, base.End)
 	}
-	if nt, want := base.NodeTime(), base.Run()*2-(base.End-base.Released[0].At); nt != want {
-		t.Errorf("base node time %v, want %v", nt, want)
+	if nt, want := base.NodeSeconds(), (base.Run()*2 - (base.End - base.Released[0].At)).Seconds(); nt != want {
+		t.Errorf("base node time %.3f node-s, want %.3f", nt, want)
 	}
 }
 
@@ -494,5 +494,43 @@ func TestElasticFIFOBySubmit(t *testing.T) {
 		if !(fin[2] < fin[1]) {
 			t.Errorf("%v: job 2 (submitted at 0) finishes at %v, job 1 (submitted at 10 s) at %v: want job 2 first", mode, fin[2], fin[1])
 		}
+	}
+}
+
+// TestMetricsLargeMachine: node time summed as a time.Duration overflows
+// at 2.56 million node-hours (LLNL-Atlas as 9,216 nodes printed -683449.6
+// regular node-hours). Three jobs of 10,000 nodes for 15 days are 10.8
+// million node-hours (each of them 3.6); a million nodes waiting 100 days,
+// 2.4 billion.
+func TestMetricsLargeMachine(t *testing.T) {
+	const day = 24 * time.Hour
+	w := &workload.Workload{Name: "large", Nodes: 30000}
+	for i := range 3 {
+		w.Jobs = append(w.Jobs, workload.Job{ID: i + 1, Run: 15 * day, Nodes: 10000, Limit: 16 * day})
+	}
+	w.Jobs = append(w.Jobs, workload.Job{ID: 4, Submit: 15 * day, Run: time.Hour, Nodes: 1, Limit: 2 * time.Hour})
+	r, err := RunElastic(w, elasticCfg(SlurmOnly))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ComputeMetrics(r)
+	if want := 3*10000*15*day.Seconds() + 3600; m.RegularNodeSeconds != want {
+		t.Errorf("regular node time %.0f node-s, want %.0f", m.RegularNodeSeconds, want)
+	}
+	if u := r.Sched.Utilization; u < 0.99 || u > 1 {
+		t.Errorf("engine utilization %.4f", u)
+	}
+	var b strings.Builder
+	if err := BuildReport("large", []*ElasticResult{r}).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " 10800001.0 ") {
+		t.Errorf("report lacks 10800001.0 regular node-hours:\n%s", b.String())
+	}
+
+	waiting := &ElasticResult{Nodes: 1_000_000, Sched: &Result{}, LastSubmit: 100 * day, Waiting: []Interval{{0, 100 * day}}}
+	m = ComputeMetrics(waiting)
+	if want := 1e6 * (100 * day).Seconds(); m.HarvestableNodeSeconds != want || m.HarvestEfficiency != 0 {
+		t.Errorf("harvestable %.0f node-s, efficiency %v; want %.0f, 0", m.HarvestableNodeSeconds, m.HarvestEfficiency, want)
 	}
 }

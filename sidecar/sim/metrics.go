@@ -35,20 +35,22 @@ type Metrics struct {
 	// HarvestEfficiency is the share of the node time not used by regular
 	// jobs, while elastic tasks were waiting, that ran completed tasks.
 	HarvestEfficiency float64 `json:"harvest_efficiency"`
-	// Harvestable is its denominator: node time not used by regular jobs
-	// while elastic tasks were waiting.
-	Harvestable     time.Duration   `json:"harvestable_ns"`
-	Calibration     []CalTurnaround `json:"calibration"`
-	MeanTurnaround  time.Duration   `json:"mean_turnaround_ns"`
-	AllDone         bool            `json:"all_calibration_done"`
-	RegularJobs     int             `json:"regular_jobs"`
-	RegularMeanWait time.Duration   `json:"regular_mean_wait_ns"`
-	RegularNodeTime time.Duration   `json:"regular_node_time_ns"`
-	Pilots          int             `json:"pilots_started"`
-	PilotsSubmitted int             `json:"pilots_submitted"`
-	// Waste is the node time of killed task attempts.
-	Waste  time.Duration `json:"waste_ns"`
-	Rounds int           `json:"rounds"`
+	// HarvestableNodeSeconds is its denominator: node time not used by
+	// regular jobs while elastic tasks were waiting. Node time is in
+	// node-seconds, as float64: a time.Duration overflows at 2.56 million
+	// node-hours, which a large machine's history passes.
+	HarvestableNodeSeconds float64         `json:"harvestable_node_seconds"`
+	Calibration            []CalTurnaround `json:"calibration"`
+	MeanTurnaround         time.Duration   `json:"mean_turnaround_ns"`
+	AllDone                bool            `json:"all_calibration_done"`
+	RegularJobs            int             `json:"regular_jobs"`
+	RegularMeanWait        time.Duration   `json:"regular_mean_wait_ns"`
+	RegularNodeSeconds     float64         `json:"regular_node_seconds"`
+	Pilots                 int             `json:"pilots_started"`
+	PilotsSubmitted        int             `json:"pilots_submitted"`
+	// WasteNodeSeconds is the node time of killed task attempts.
+	WasteNodeSeconds float64 `json:"waste_node_seconds"`
+	Rounds           int     `json:"rounds"`
 }
 
 // Delta summarises per-job changes against SLURM-only (positive: later).
@@ -106,7 +108,7 @@ func ComputeMetrics(r *ElasticResult) Metrics {
 			evs = append(evs, ev{t: j.Start, reg: j.Nodes}, ev{t: j.End, reg: -j.Nodes})
 			m.RegularJobs++
 			wait += j.Wait().Seconds()
-			m.RegularNodeTime += j.Run() * time.Duration(j.Nodes)
+			m.RegularNodeSeconds += j.Run().Seconds() * float64(j.Nodes)
 		}
 	}
 	for _, p := range r.Pilots {
@@ -118,7 +120,7 @@ func ComputeMetrics(r *ElasticResult) Metrics {
 	}
 	for _, t := range r.Tasks {
 		if !t.Completed {
-			m.Waste += t.End - t.Start
+			m.WasteNodeSeconds += (t.End - t.Start).Seconds()
 			continue
 		}
 		eff += clip(t.Start, t.End)
@@ -147,7 +149,7 @@ func ComputeMetrics(r *ElasticResult) Metrics {
 		m.Nominal, m.Effective = held/total, eff/total
 	}
 	m.HarvestEfficiency = 1
-	m.Harvestable = time.Duration(den * 1e9)
+	m.HarvestableNodeSeconds = den
 	if den > 0 {
 		m.HarvestEfficiency = num / den
 	}

@@ -126,7 +126,8 @@ func BuildReportAlone(name string, results []*ElasticResult, alone *ElasticResul
 	return rep
 }
 
-// WriteJSON writes rep as indented JSON (durations in nanoseconds).
+// WriteJSON writes rep as indented JSON (durations in nanoseconds, node
+// time in node-seconds).
 func (rep Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -160,7 +161,7 @@ func (rep Report) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "mode\tnominal\teffective\tharvest eff.\tmean turnaround\tall done\tregular mean wait\tregular node-h\tpilots\twaste node-h\t")
 	for _, m := range rep.Modes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%.1f\t%d\t%.2f\t\n", m.Mode, pct(m.Nominal), pct(m.Effective), pct(m.HarvestEfficiency),
-			fmtDur(m.MeanTurnaround), m.AllDone, fmtDur(m.RegularMeanWait), m.RegularNodeTime.Hours(), m.Pilots, m.Waste.Hours())
+			fmtDur(m.MeanTurnaround), m.AllDone, fmtDur(m.RegularMeanWait), m.RegularNodeSeconds/3600, m.Pilots, m.WasteNodeSeconds/3600)
 	}
 	tw.Flush()
 
@@ -305,7 +306,7 @@ func (rep Report) writeBacklog(b *strings.Builder) {
 	fmt.Fprintln(tw, "mode	tasks	work node-h	waste node-h	pilots	")
 	for _, m := range rep.Modes {
 		if x := m.Backlog; x != nil {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%d\t\n", m.Mode, x.Tasks, x.Work.Hours(), x.Waste.Hours(), x.Pilots)
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%d\t\n", m.Mode, x.Tasks, x.WorkNodeSeconds/3600, x.WasteNodeSeconds/3600, x.Pilots)
 		}
 	}
 	tw.Flush()

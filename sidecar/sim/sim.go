@@ -125,12 +125,13 @@ type JobResult struct {
 	Released []Release
 }
 
-// NodeTime is the node time the job held: Nodes x Run, less what it gave
-// back early.
-func (r *JobResult) NodeTime() time.Duration {
-	t := r.Run() * time.Duration(r.Nodes)
+// NodeSeconds is the node time the job held, in node-seconds: Nodes x Run,
+// less what it gave back early. (float64: as a time.Duration, Nodes x Run
+// overflows at 2.56 million node-hours.)
+func (r *JobResult) NodeSeconds() float64 {
+	t := r.Run().Seconds() * float64(r.Nodes)
 	for _, x := range r.Released {
-		t -= r.End - x.At
+		t -= (r.End - x.At).Seconds()
 	}
 	return t
 }
@@ -302,7 +303,7 @@ func (e *engine) result() *Result {
 		}
 		wait += jr.Wait().Seconds()
 		bsld += jr.BoundedSlowdown()
-		work += jr.NodeTime().Seconds()
+		work += jr.NodeSeconds()
 		first, last = min(first, j.submit), max(last, j.end)
 		if j.killed {
 			r.Killed++

@@ -61,7 +61,7 @@ func TestIssue3Targets(t *testing.T) {
 			}
 			// Harvest efficiency >= 99 %: out of reach on both lists. The
 			// bound: even an oracle loses HarvestBound on this schedule.
-			ceiling := 1 - HarvestBound(r).Seconds()/m.Harvestable.Seconds()
+			ceiling := 1 - HarvestBound(r)/m.HarvestableNodeSeconds
 			if ceiling >= 0.99 {
 				t.Errorf("list %d: harvest ceiling %.2f %%: the 99 %% target is reachable after all; raise the floor", n, 100*ceiling)
 			}
@@ -110,7 +110,7 @@ func TestIssue3Targets(t *testing.T) {
 					r := rs.get(t, n, mode, bl)
 					m := ComputeMetrics(r)
 					eff := m.Effective
-					ceiling := 1 - HarvestBound(r).Seconds()/(time.Duration(r.Nodes)*m.Window).Seconds()
+					ceiling := 1 - HarvestBound(r)/(float64(r.Nodes)*m.Window.Seconds())
 					switch {
 					case mode == SlurmOnly && bl == 10*time.Minute:
 						// 10-minute tasks cannot fill the gaps: unreachable.
