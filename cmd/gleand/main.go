@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -73,12 +74,17 @@ func main() {
 }
 
 // loadConfig loads the file and checks what a start needs of it beyond
-// config.Validate: the spool's group and the policy. A reload checks the
-// same before it re-execs.
+// config.Validate: the spool (spool.Check: it exists and is a glean spool,
+// or fresh for the first start to lay out; nothing is created), the
+// spool's group and the policy. A reload checks the same before it
+// re-execs.
 func loadConfig(path string) (config.Config, int, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return cfg, 0, err
+	}
+	if err := (&spool.Spool{Dir: cfg.Spool.Dir}).Check(true); err != nil {
+		return cfg, 0, fmt.Errorf("%s: spool.dir: %w", path, err)
 	}
 	g, err := user.LookupGroup(cfg.Spool.Group)
 	if err != nil {
@@ -92,6 +98,20 @@ func loadConfig(path string) (config.Config, int, error) {
 		return cfg, 0, fmt.Errorf("%s: policy: %w", path, err)
 	}
 	return cfg, gid, nil
+}
+
+// checkSpoolMove refuses a reload that moves spool.dir to a directory
+// that is not already a glean spool: the re-executed gleand would lay out
+// an empty spool there and lose sight of every job in the old one. (Moving
+// the spool means copying it there first.)
+func checkSpoolMove(path, old, new string) error {
+	if filepath.Clean(old) == filepath.Clean(new) {
+		return nil
+	}
+	if err := (&spool.Spool{Dir: new}).Check(false); err != nil {
+		return fmt.Errorf("%s: spool.dir: moved from %s: %w (copy the spool there first, or keep spool.dir)", path, old, err)
+	}
+	return nil
 }
 
 func run(ctx context.Context, configPath string, allowRoot bool, started time.Time, hup <-chan os.Signal, log *slog.Logger) error {
@@ -177,6 +197,9 @@ func run(ctx context.Context, configPath string, allowRoot bool, started time.Ti
 	check := func() error {
 		c, _, err := loadConfig(configPath)
 		if err != nil {
+			return err
+		}
+		if err := checkSpoolMove(configPath, cfg.Spool.Dir, c.Spool.Dir); err != nil {
 			return err
 		}
 		if err := metrics.CheckListen(c.Daemon.MetricsListen, metricsAddr); err != nil {

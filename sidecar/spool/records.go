@@ -251,6 +251,51 @@ type Records struct {
 	Fail *failpoint.Set
 }
 
+// Check tells, without creating anything, whether Dir can be the daemon's
+// spool: it exists and is a directory, and holds Init's layout (users/ and
+// jobs/ directories) or, if fresh is true, nothing yet (as tmpfiles.d or the
+// package's %post create it, for Init to lay out at the daemon's first
+// start; lost+found and names starting with '.' do not count). Anything else
+// is not a glean spool: most likely a typo or a parent directory in
+// spool.dir, where the daemon would otherwise start on an empty spool.
+func (s *Spool) Check(fresh bool) error {
+	st, err := os.Stat(s.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist (create it: systemd-tmpfiles --create glean.conf, or mount the shared spool there)", s.Dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", s.Dir)
+	}
+	laid := true
+	for _, d := range []string{UsersDir, JobsDir} {
+		if st, err := os.Lstat(filepath.Join(s.Dir, d)); err != nil || !st.IsDir() {
+			laid = false
+		}
+	}
+	if laid {
+		return nil
+	}
+	names, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return err
+	}
+	empty := true
+	for _, e := range names {
+		if n := e.Name(); n != "lost+found" && !strings.HasPrefix(n, ".") {
+			empty = false
+		}
+	}
+	switch {
+	case empty && fresh:
+		return nil
+	case empty:
+		return fmt.Errorf("%s is empty, not a glean spool (no %s/ and %s/ in it)", s.Dir, UsersDir, JobsDir)
+	}
+	return fmt.Errorf("%s is not a glean spool: it has no %s/ and %s/ but holds other files", s.Dir, UsersDir, JobsDir)
+}
+
 // Init creates the spool's top directories if missing: users/ (setgid gid,
 // sticky, 3733) and jobs/ (0755), and opens the records. The daemon calls
 // it at start, as the spool's owner.

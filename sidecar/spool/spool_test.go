@@ -258,3 +258,58 @@ func TestArray(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck: spool.dir must name a glean spool (Init's users/ and jobs/),
+// or, for the daemon's first start, a fresh empty directory; Check never
+// creates it. Before, nothing looked at spool.dir until Init, which made
+// whatever a typo named where its parent was writable.
+func TestCheck(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name string, files ...string) string {
+		d := filepath.Join(root, name)
+		for _, f := range append([]string{""}, files...) {
+			if err := os.MkdirAll(filepath.Join(d, f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	laid := filepath.Join(root, "laid")
+	rs, err := (&Spool{Dir: laid}).Init(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Close()
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		fresh     bool
+		want      string // in the error; "" for none
+	}{
+		{"laid out", laid, false, ""},
+		{"laid out, fresh allowed", laid, true, ""},
+		{"missing", filepath.Join(root, "typo"), true, "typo does not exist (create it: systemd-tmpfiles"},
+		{"a file", file, true, "is not a directory"},
+		{"fresh", mk("fresh"), true, ""},
+		{"fresh with lost+found", mk("fs", "lost+found", ".snapshot"), true, ""},
+		{"fresh where a spool must be", mk("fresh2"), false, "is empty, not a glean spool"},
+		{"another directory", mk("home", "alice"), true, "is not a glean spool: it has no users/ and jobs/"},
+		{"half a spool", mk("half", UsersDir), true, "is not a glean spool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := (&Spool{Dir: tc.dir}).Check(tc.fresh)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Check(%v) = %v, want %q", tc.fresh, err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("more than one line: %q", err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(root, "typo")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Check created the missing spool: %v", err)
+	}
+}
