@@ -47,7 +47,12 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if *check {
-		if _, err := setup(*configPath, log); err != nil {
+		_, err := setup(*configPath, log)
+		if errors.Is(err, errNotNeeded) {
+			fmt.Println("glean-helper: configuration", *configPath, "is valid;", err, "(glean-helper exits at start)")
+			return
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "glean-helper:", err)
 			os.Exit(1)
 		}
@@ -73,6 +78,10 @@ func main() {
 	}
 }
 
+// errNotNeeded is setup's answer for helper.socket = "" (the documented
+// mode without a helper): a start then ends at once, successfully.
+var errNotNeeded = errors.New("helper.socket is empty: gleand acts on Slurm itself and needs no helper")
+
 // setup checks the configuration as a start does and builds the server
 // (not yet listening), logging to log.
 func setup(configPath string, log *slog.Logger) (*privhelper.Server, error) {
@@ -81,7 +90,7 @@ func setup(configPath string, log *slog.Logger) (*privhelper.Server, error) {
 		return nil, err
 	}
 	if cfg.Helper.Socket == "" {
-		return nil, errors.New("helper.socket is empty: gleand acts on Slurm itself and needs no helper")
+		return nil, errNotNeeded
 	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("glean-helper runs as root (uid %d here): it acts with root's Slurm rights for gleand", os.Geteuid())
@@ -121,17 +130,25 @@ func setup(configPath string, log *slog.Logger) (*privhelper.Server, error) {
 }
 
 func run(ctx context.Context, configPath string, hup <-chan os.Signal, log *slog.Logger) error {
-	srv, err := setup(configPath, log)
-	if err != nil {
-		return err
-	}
-	log.Info("glean-helper starting", "version", version(), "config", configPath, "socket", srv.Socket, "daemon_uid", srv.DaemonUID)
 	// systemd (Type=notify): gleand's unit starts once the socket listens.
 	notify := func(state string) {
 		if err := (sdnotify.Systemd{}).Notify(state); err != nil {
 			log.Warn("sd_notify", "state", state, "err", err)
 		}
 	}
+	srv, err := setup(configPath, log)
+	if errors.Is(err, errNotNeeded) {
+		// Not a failure: the unit ends cleanly (READY=1 first, or systemd
+		// calls a notify service that exits before it a protocol error),
+		// Restart=on-failure leaves it so, and gleand (Wants=) starts.
+		log.Info("glean-helper not needed, exiting", "config", configPath, "reason", err.Error())
+		notify(sdnotify.Ready + "\n" + sdnotify.Status("not needed: "+err.Error()))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("glean-helper starting", "version", version(), "config", configPath, "socket", srv.Socket, "daemon_uid", srv.DaemonUID)
 	srv.Reload = hup
 	srv.Check = func() error {
 		_, err := setup(configPath, log)

@@ -76,11 +76,11 @@ func TestMakeInstall(t *testing.T) {
 		name                              string
 		vars                              []string // make variables beyond DESTDIR
 		bin, etc, unitDir, libexec, share string
-		man                               string
+		man, spool                        string
 	}{
-		{"defaults", nil, "/usr/bin", "/etc/glean", "/usr/lib/systemd/system", "/usr/libexec/glean", "/usr/share/glean", "/usr/share/man"},
+		{"defaults", nil, "/usr/bin", "/etc/glean", "/usr/lib/systemd/system", "/usr/libexec/glean", "/usr/share/glean", "/usr/share/man", "/var/spool/glean"},
 		{"under /opt", []string{"PREFIX=/opt/glean", "SYSCONFDIR=/opt/glean/etc", "UNITDIR=/etc/systemd/system", "SPOOLDIR=/shared/glean"},
-			"/opt/glean/bin", "/opt/glean/etc/glean", "/etc/systemd/system", "/opt/glean/libexec/glean", "/opt/glean/share/glean", "/opt/glean/share/man"},
+			"/opt/glean/bin", "/opt/glean/etc/glean", "/etc/systemd/system", "/opt/glean/libexec/glean", "/opt/glean/share/glean", "/opt/glean/share/man", "/shared/glean"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dest := t.TempDir()
@@ -118,6 +118,16 @@ func TestMakeInstall(t *testing.T) {
 				paths, keys := unitPaths(t, at(filepath.Join(tc.unitDir, u)))
 				if keys["Type"] != "notify" {
 					t.Errorf("%s: Type=%s, want notify", u, keys["Type"])
+				}
+				// Both read the spool, which may be a mount of its own.
+				if keys["RequiresMountsFor"] != tc.spool || !strings.Contains(keys["After"], "remote-fs.target") {
+					t.Errorf("%s: RequiresMountsFor=%s, After=%s; want the spool %s and remote-fs.target", u, keys["RequiresMountsFor"], keys["After"], tc.spool)
+				}
+				// Without a helper (helper.socket = "") glean-helper exits 0
+				// at once: gleand must not Require= it (nor fail with it).
+				if u == "gleand.service" && (strings.Contains(keys["Requires"], "glean-helper") || !strings.Contains(keys["Wants"], "glean-helper.service") ||
+					!strings.Contains(keys["After"], "glean-helper.service")) {
+					t.Errorf("%s: Requires=%s Wants=%s After=%s; want Wants= and After= glean-helper.service", u, keys["Requires"], keys["Wants"], keys["After"])
 				}
 				if len(paths) < 2 {
 					t.Errorf("%s: Exec lines name %v", u, paths)
