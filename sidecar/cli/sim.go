@@ -273,6 +273,8 @@ func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict b
 	switch {
 	case nodes > 0:
 		w.Nodes = nodes
+	case format == "thesis":
+		w.Nodes = workload.ThesisNodes // the lists' machine; a larger job is the error below
 	case format == "sacct":
 		fmt.Fprintf(stderr, "glean sim: warning: %s: sacct does not record the machine's size; simulating on %d nodes, the largest job's (give --nodes)\n", path, w.Nodes)
 	}

@@ -262,6 +262,51 @@ func TestSimSWFProcsPerNode(t *testing.T) {
 	}
 }
 
+// TestSimThesisLarger: a thesis-format list written for a larger machine
+// than the thesis's 24 nodes runs with --nodes; its jobs were capped at 24
+// (a NodeNum above it was a malformed line, skipped). A job larger than the
+// machine is the documented error naming file and line.
+func TestSimThesisLarger(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "big.txt")
+	in := "NodeNum=16 Type=Normal TimeLimit=1:00:00 RealTime=1800 SubmitTimeStamp=0\n" +
+		"NodeNum=30 Type=Normal TimeLimit=1:00:00 RealTime=1800 SubmitTimeStamp=1000\n" +
+		"NodeNum=8 Type=Calibration TimeLimit=2:00:00 RealTime=3600 SubmitTimeStamp=2000\n"
+	if err := os.WriteFile(list, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{name: "machine given", args: []string{"--nodes", "32"}},
+		{name: "the thesis's 24 nodes", code: 1, err: list + ":2: job 2 needs 30 nodes, more than the machine's 24; give the machine's node count with --nodes"},
+		{name: "too small", args: []string{"--nodes", "28"}, code: 1, err: list + ":2: job 2 needs 30 nodes, more than the machine's 28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"--workload", list, "--mode", "fair", "--json"}, tc.args...)
+			if code := Sim(context.Background(), args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.err) {
+				t.Fatalf("exit %d, want %d; stderr %q, want %q", code, tc.code, errb.String(), tc.err)
+			}
+			if tc.code != 0 {
+				return
+			}
+			var rep struct {
+				Nodes int
+				Input struct{ Jobs int }
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Nodes != 32 || rep.Input.Jobs != 3 || strings.Contains(errb.String(), "skipped") {
+				t.Errorf("report on %d nodes with %d jobs; stderr %s", rep.Nodes, rep.Input.Jobs, errb.String())
+			}
+		})
+	}
+}
+
 // TestSimPlots: the utilization and Gantt charts in PNG and SVG.
 func TestSimPlots(t *testing.T) {
 	dir := t.TempDir()

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// ThesisNodes is the size of the seed thesis's cluster.
+// ThesisNodes is the size of the seed thesis's cluster, the machine of its
+// submit lists.
 const ThesisNodes = 24
 
 // ReadThesis reads a submit list of the seed thesis, one job a line:
@@ -18,7 +19,10 @@ const ThesisNodes = 24
 // RealTime seconds, SubmitTimeStamp milliseconds after the start. Lines
 // starting with '#' and blank lines are ignored. Job IDs count job lines
 // from 1, bad ones included, so that fixing a line does not renumber the
-// rest. At most one Options is used.
+// rest. NodeNum is not bounded by the thesis's 24 nodes: a list may be
+// written for a larger machine. Workload.Nodes is ThesisNodes, or the
+// largest job if that is larger; the caller replaces it with the machine's
+// size and rejects a job larger than that. At most one Options is used.
 func ReadThesis(r io.Reader, name string, opts ...Options) (*Workload, error) {
 	w := &Workload{Name: name, Format: "thesis", Nodes: ThesisNodes}
 	l := newLines(r, name, firstOpts(opts))
@@ -42,6 +46,7 @@ func ReadThesis(r io.Reader, name string, opts ...Options) (*Workload, error) {
 		}
 		j.ID, j.Line = id, l.n
 		w.Jobs = append(w.Jobs, j)
+		w.Nodes = max(w.Nodes, j.Nodes)
 	}
 	return l.finish(w)
 }
@@ -71,7 +76,7 @@ func parseThesisLine(text string) (Job, error) {
 		switch k {
 		case "NodeNum":
 			var n int64
-			n, err = parseInt(v, 1, ThesisNodes)
+			n, err = parseInt(v, 1, procLimit)
 			j.Nodes = int(n)
 		case "Type":
 			switch v {

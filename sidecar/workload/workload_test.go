@@ -139,6 +139,23 @@ func badLines(t *testing.T, err error, name string, want ...int) {
 	}
 }
 
+// TestReadThesisLarger: NodeNum is not capped at the thesis's 24 nodes; the
+// machine is at least the largest job, for the caller to replace.
+func TestReadThesisLarger(t *testing.T) {
+	in := "NodeNum=4 Type=Normal TimeLimit=1:00:00 RealTime=60 SubmitTimeStamp=0\nNodeNum=100 Type=Calibration TimeLimit=1:00:00 RealTime=60 SubmitTimeStamp=0\n"
+	w, err := ReadThesis(strings.NewReader(in), "big.txt", Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Jobs) != 2 || w.Jobs[1].Nodes != 100 || w.Nodes != 100 {
+		t.Fatalf("machine %d, jobs %+v", w.Nodes, w.Jobs)
+	}
+	w, err = ReadThesis(strings.NewReader(in[:strings.IndexByte(in, '\n')+1]), "small.txt", Options{Strict: true})
+	if err != nil || w.Nodes != ThesisNodes {
+		t.Fatalf("machine %d (%v), want the thesis's %d", w.Nodes, err, ThesisNodes)
+	}
+}
+
 func TestReadThesisBad(t *testing.T) {
 	in := `NodeNum=4 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
 NodeNum=0 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
@@ -149,7 +166,7 @@ NodeNum=4 NodeNum=4 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=
 NodeNum=4 Type=Normal TimeLimit=1:57:57 RealTime=-1 SubmitTimeStamp=3405
 NodeNum=4 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405 Color=red
 garbage
-NodeNum=25 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
+NodeNum=2147483649 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
 NodeNum=2 Type=Normal TimeLimit=1:00:00 RealTime=60 SubmitTimeStamp=5000
 `
 	w, err := ReadThesis(strings.NewReader(in), "t.txt")
