@@ -70,8 +70,8 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&scheduler, "scheduler", "slurm", "slurm (sched/backfill, as Slurm 22.05 does it), or easy, conservative, fcfs (--mode slurm only, without --backlog: glean's modes read Slurm's backfill plan)")
 	fs.StringVar(&since, "since", "", "sacct only: the history's period start, sacct's -S (UTC, 2024-01-01 or 2024-01-01T00:00:00); earlier submissions are moved to it (default: the first job's Start)")
 	fs.BoolVar(&strict, "strict", false, "reject a workload with a malformed line (default: warn with file:line and skip it)")
-	fs.IntVar(&tasks, "tasks", sim.DefaultTasks, "tasks per calibration job")
-	fs.DurationVar(&taskTime, "task-time", 0, "task length (overrides --tasks)")
+	fs.IntVar(&tasks, "tasks", sim.DefaultTasks, "tasks per calibration job (at most 1,000,000 tasks in all)")
+	fs.DurationVar(&taskTime, "task-time", 0, "task length (overrides --tasks; at most 1,000,000 tasks in all)")
 	fs.DurationVar(&backlog, "backlog", 0, "add an unlimited elastic backlog (scavenger, last in line) of tasks of this length, e.g. 10m, started until 30 min after the last submission")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.StringVar(&plots, "plots", "", "write utilization-<mode>.png/.svg and gantt-<mode>.png/.svg into this directory")
@@ -129,6 +129,17 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg := sim.Config{Policy: policy, Estimates: sim.KillAtLimit}
+	var many *sim.TooManyTasks
+	if err := sim.CheckTasks(w, sim.ElasticConfig{Tasks: tasks, TaskTime: taskTime, Backlog: backlog, Sim: cfg}); errors.As(err, &many) {
+		switch {
+		case many.Backlog:
+			return usageErr("--backlog %v: the backlog could run %.3g tasks (%d nodes, until 30 min after the last submission), more than the %d the simulator allows; give --backlog %v or longer", backlog, many.Count, w.Nodes, many.Max, many.MinTaskTime)
+		case taskTime > 0:
+			return usageErr("--task-time %v: %.0f tasks in the %d calibration jobs, more than the %d the simulator allows; give --task-time %v or longer", taskTime, many.Count, many.Jobs, many.Max, many.MinTaskTime)
+		default:
+			return usageErr("--tasks %d: %.0f tasks in the %d calibration jobs, more than the %d the simulator allows; give --tasks %d or fewer", tasks, many.Count, many.Jobs, many.Max, many.MaxPerJob)
+		}
+	}
 	var results []*sim.ElasticResult
 	for _, m := range modes {
 		r, err := sim.RunElastic(w, sim.ElasticConfig{Mode: m, Tasks: tasks, TaskTime: taskTime, Backlog: backlog, Sim: cfg})

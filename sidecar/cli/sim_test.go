@@ -307,6 +307,32 @@ func TestSimThesisLarger(t *testing.T) {
 	}
 }
 
+// TestSimTaskBounds: --task-time, --tasks and --backlog that would make
+// more tasks than the simulator holds are refused before anything runs, in
+// one line naming the flag and what would fit (a millisecond task time
+// used to take gigabytes within seconds, a nanosecond backlog hours).
+func TestSimTaskBounds(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "cal.txt")
+	in := "NodeNum=4 Type=Normal TimeLimit=1:00:00 RealTime=1800 SubmitTimeStamp=0\n" +
+		"NodeNum=5 Type=Calibration TimeLimit=5:00:00 RealTime=14400 SubmitTimeStamp=1000\n"
+	if err := os.WriteFile(list, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--task-time", "1ms"}, "glean sim: --task-time 1ms: 72000000 tasks in the 1 calibration jobs, more than the 1000000 the simulator allows; give --task-time 1s or longer\n"},
+		{[]string{"--tasks", "2000000"}, "glean sim: --tasks 2000000: 2000000 tasks in the 1 calibration jobs, more than the 1000000 the simulator allows; give --tasks 1000000 or fewer\n"},
+		{[]string{"--backlog", "1ns"}, "glean sim: --backlog 1ns: the backlog could run 4.32e+13 tasks (24 nodes, until 30 min after the last submission), more than the 50000000 the simulator allows; give --backlog 1s or longer\n"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Sim(context.Background(), append([]string{"--workload", list}, tc.args...), &out, &errb); code != 2 || errb.String() != tc.err || out.Len() > 0 {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb.String(), tc.err)
+		}
+	}
+}
+
 // TestSimPlots: the utilization and Gantt charts in PNG and SVG.
 func TestSimPlots(t *testing.T) {
 	dir := t.TempDir()

@@ -203,6 +203,9 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	if cfg.Backlog < 0 || cfg.BacklogUntil < 0 {
 		return nil, fmt.Errorf("sim: backlog of %v tasks until %v", cfg.Backlog, cfg.BacklogUntil)
 	}
+	if err := CheckTasks(w, cfg); err != nil {
+		return nil, err
+	}
 	pcfg := policy.DefaultConfig()
 	pcfg.PilotPartition = PilotPartition
 	if cfg.Policy != nil {
@@ -325,6 +328,86 @@ func RunElastic(w *workload.Workload, cfg ElasticConfig) (*ElasticResult, error)
 	}
 	d.finish()
 	return res, nil
+}
+
+// MaxTasks bounds the calibration jobs' tasks in one run, all jobs
+// together: each costs the simulator about 600 bytes per mode (thesis list
+// 2 in four modes with 1.2 million tasks: 725 MB, 2 s), and a tiny task
+// time would split a job into billions and exhaust memory.
+const MaxTasks = 1_000_000
+
+// MaxBacklogTasks bounds the backlog's tasks in one run, counted as its
+// pilots could run them at most (every node, the whole window): each is an
+// event (KTH-SP2 with 10-minute tasks, at most 4.9 million: 1.9 s), and a
+// tiny task length would run for days.
+const MaxBacklogTasks = 50_000_000
+
+// TooManyTasks is CheckTasks's refusal, with what would fit.
+type TooManyTasks struct {
+	Backlog bool    // the backlog's tasks, not the calibration jobs'
+	Count   float64 // tasks (the backlog: at most this many)
+	Max     int64
+	Jobs    int // calibration jobs
+	// MinTaskTime is the shortest task length within Max, whole seconds;
+	// MaxPerJob (calibration jobs split into equal tasks) the largest
+	// number of tasks per job within Max.
+	MinTaskTime time.Duration
+	MaxPerJob   int
+}
+
+func (e *TooManyTasks) Error() string {
+	if e.Backlog {
+		return fmt.Sprintf("sim: the backlog could run %.3g tasks, more than %d (tasks of at least %v fit)", e.Count, e.Max, e.MinTaskTime)
+	}
+	return fmt.Sprintf("sim: %.0f tasks in %d calibration jobs, more than %d", e.Count, e.Jobs, e.Max)
+}
+
+// CheckTasks refuses, before anything is allocated, a run whose
+// calibration jobs split into more than MaxTasks tasks, or whose backlog
+// could run more than MaxBacklogTasks (a *TooManyTasks). RunElastic calls it
+// first.
+func CheckTasks(w *workload.Workload, cfg ElasticConfig) error {
+	n := cfg.Tasks
+	if n == 0 {
+		n = DefaultTasks
+	}
+	var jobs int
+	var tasks, work float64 // work in node-seconds
+	var last time.Duration
+	for _, j := range w.Jobs {
+		last = max(last, j.Submit)
+		if j.Kind != workload.Calibration {
+			continue
+		}
+		jobs++
+		wk := float64(j.Nodes) * j.Run.Seconds()
+		work += wk
+		if cfg.TaskTime > 0 {
+			tasks += math.Ceil(wk / cfg.TaskTime.Seconds())
+		} else if wk > 0 {
+			tasks += float64(n)
+		}
+	}
+	if tasks > MaxTasks {
+		return &TooManyTasks{Count: tasks, Max: MaxTasks, Jobs: jobs, MaxPerJob: MaxTasks / jobs,
+			MinTaskTime: time.Duration(math.Ceil(work/MaxTasks)) * time.Second}
+	}
+	if cfg.Backlog > 0 {
+		nodes := cfg.Sim.Nodes
+		if nodes == 0 {
+			nodes = w.Nodes
+		}
+		until := cfg.BacklogUntil
+		if until == 0 {
+			until = last + ThesisTail
+		}
+		room := float64(nodes) * until.Seconds()
+		if b := room / cfg.Backlog.Seconds(); b > MaxBacklogTasks {
+			return &TooManyTasks{Backlog: true, Count: b, Max: MaxBacklogTasks,
+				MinTaskTime: time.Duration(math.Ceil(room/MaxBacklogTasks)) * time.Second}
+		}
+	}
+	return nil
 }
 
 // splitWork splits work into n equal tasks (the first work%n get one

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -532,5 +533,51 @@ func TestMetricsLargeMachine(t *testing.T) {
 	m = ComputeMetrics(waiting)
 	if want := 1e6 * (100 * day).Seconds(); m.HarvestableNodeSeconds != want || m.HarvestEfficiency != 0 {
 		t.Errorf("harvestable %.0f node-s, efficiency %v; want %.0f, 0", m.HarvestableNodeSeconds, m.HarvestEfficiency, want)
+	}
+}
+
+// TestCheckTasks: --task-time and --tasks had no upper bound; a task time
+// of a millisecond split thesis list 2 into 540 million tasks and the
+// simulator took gigabytes within seconds. RunElastic now refuses such a
+// run before it allocates a task, saying what would fit; a tiny backlog
+// task length (which ran for hours) likewise.
+func TestCheckTasks(t *testing.T) {
+	w := &workload.Workload{Name: "w", Nodes: 24, Jobs: []workload.Job{
+		{ID: 1, Run: time.Hour, Nodes: 4, Limit: 2 * time.Hour},
+		{ID: 2, Submit: time.Minute, Run: 4 * time.Hour, Nodes: 5, Limit: 5 * time.Hour, Kind: workload.Calibration},
+		{ID: 3, Submit: 2 * time.Minute, Run: 4 * time.Hour, Nodes: 5, Limit: 5 * time.Hour, Kind: workload.Calibration},
+	}}
+	for _, tc := range []struct {
+		name string
+		cfg  ElasticConfig
+		want *TooManyTasks // nil: accepted
+	}{
+		{name: "defaults", cfg: elasticCfg(FairMode)},
+		{name: "a million tasks", cfg: ElasticConfig{Mode: FairMode, Tasks: MaxTasks / 2}},
+		{name: "tasks", cfg: ElasticConfig{Mode: FairMode, Tasks: MaxTasks},
+			want: &TooManyTasks{Count: 2 * MaxTasks, Max: MaxTasks, Jobs: 2, MaxPerJob: MaxTasks / 2, MinTaskTime: 1 * time.Second}},
+		{name: "task time", cfg: ElasticConfig{Mode: SlurmOnly, TaskTime: time.Millisecond},
+			want: &TooManyTasks{Count: 144e6, Max: MaxTasks, Jobs: 2, MaxPerJob: MaxTasks / 2, MinTaskTime: 1 * time.Second}},
+		{name: "task time that fits", cfg: ElasticConfig{Mode: SlurmOnly, TaskTime: time.Second}},
+		{name: "backlog", cfg: ElasticConfig{Mode: SlurmOnly, Backlog: time.Nanosecond},
+			want: &TooManyTasks{Backlog: true, Count: 24 * (32 * time.Minute).Seconds() * 1e9, Max: MaxBacklogTasks, MinTaskTime: time.Second}},
+		{name: "backlog that fits", cfg: ElasticConfig{Mode: SlurmOnly, Backlog: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Sim = elasticCfg(SlurmOnly).Sim
+			err := CheckTasks(w, cfg)
+			var got *TooManyTasks
+			if errors.As(err, &got) != (tc.want != nil) || got != nil && *got != *tc.want {
+				t.Fatalf("CheckTasks: %v (%+v), want %+v", err, got, tc.want)
+			}
+			if tc.want == nil {
+				return
+			}
+			// RunElastic refuses it the same way, before it splits a job.
+			if _, err := RunElastic(w, cfg); !errors.As(err, &got) {
+				t.Errorf("RunElastic: %v", err)
+			}
+		})
 	}
 }
