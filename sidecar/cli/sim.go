@@ -27,10 +27,11 @@ in SLURM-only and glean's modes and prints, per mode: utilization, the
 calibration jobs' turnaround (the thesis's Table 5.2), regular jobs' waits,
 and each job's change against SLURM-only and against running alone.
 
-Workloads: thesis-1 and thesis-2 (the seed thesis's submit lists), an SWF
-trace (.swf or .swf.gz, Parallel Workloads Archive), or a site's own history
-from sacct, produced with (times as UTC; -S and -E bound the period, -S is
-needed: sacct's default start is today at 00:00):
+Workloads: thesis-1 and thesis-2 (the seed thesis's submit lists, installed
+in %s/workloads), an SWF trace (.swf or .swf.gz, Parallel Workloads
+Archive), or a site's own history from sacct, produced with (times as UTC;
+-S and -E bound the period, -S is needed: sacct's default start is today
+at 00:00):
 
     %s
 
@@ -52,7 +53,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("glean sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, simHelp, sacctCommand)
+		fmt.Fprintf(stderr, simHelp, DataDir, sacctCommand)
 		fs.PrintDefaults()
 	}
 	var (
@@ -196,9 +197,8 @@ func writePlots(dir, name string, results []*sim.ElasticResult) error {
 	return errors.Join(errs...)
 }
 
-// loadWorkload resolves thesis-1/thesis-2 to the shared submit lists
-// (../shared/workloads from the repository root, searched upwards from
-// the working directory) or reads a file. Malformed lines are skipped with
+// loadWorkload resolves thesis-1/thesis-2 to the submit lists (below) or
+// reads a file. Malformed lines are skipped with
 // a warning on stderr, or fail the read if strict. nodes > 0 sets the
 // machine's size (SWF: jobs larger than it are dropped, as the archive's
 // convention has it; the others: such a job is an error when simulated).
@@ -206,22 +206,9 @@ func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict b
 	path := name
 	if n, ok := strings.CutPrefix(name, "thesis-"); ok && (n == "1" || n == "2") {
 		file := "thesis-submit-list-" + n + ".txt"
-		found := ""
-		dir, _ := os.Getwd()
-		for d := dir; d != ""; {
-			for _, c := range []string{filepath.Join(d, "..", "shared", "workloads", file), filepath.Join(d, "shared", "workloads", file)} {
-				if _, err := os.Stat(c); err == nil && found == "" {
-					found = c
-				}
-			}
-			p := filepath.Dir(d)
-			if p == d || found != "" {
-				break
-			}
-			d = p
-		}
+		found, where := findThesisList(file)
 		if found == "" {
-			return nil, fmt.Errorf("%s: %s not found in ../shared/workloads above %s; give its path", name, file, dir)
+			return nil, fmt.Errorf("%s: %s not found in %s; give its path", name, file, where)
 		}
 		path, format = found, "thesis"
 	}
@@ -295,6 +282,40 @@ func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict b
 		}
 	}
 	return w, nil
+}
+
+// findThesisList finds a thesis submit list: in a source tree, in
+// ../shared/workloads or shared/workloads above the working directory (the
+// project's shared copies) or in the repository's workloads/; installed, in
+// DataDir/workloads, or in ../share/glean/workloads beside the executable
+// (a tree installed under another prefix or staged with DESTDIR). where
+// says where it looked, for the error.
+func findThesisList(file string) (found, where string) {
+	dir, _ := os.Getwd()
+	for d := dir; d != ""; {
+		for _, c := range []string{filepath.Join(d, "..", "shared", "workloads", file), filepath.Join(d, "shared", "workloads", file), filepath.Join(d, "workloads", file)} {
+			if _, err := os.Stat(c); err == nil {
+				return c, ""
+			}
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			break
+		}
+		d = p
+	}
+	dirs := []string{filepath.Join(DataDir, "workloads")}
+	if exe, err := os.Executable(); err == nil {
+		if d := filepath.Join(filepath.Dir(exe), "..", "share", "glean", "workloads"); filepath.Clean(d) != dirs[0] {
+			dirs = append(dirs, filepath.Clean(d))
+		}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, file)); err == nil {
+			return filepath.Join(d, file), ""
+		}
+	}
+	return "", fmt.Sprintf("../shared/workloads or workloads/ above %s, nor in %s", dir, strings.Join(dirs, " or "))
 }
 
 // parseSince reads --since as sacct's -S would (in UTC, as the documented

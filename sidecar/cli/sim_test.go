@@ -333,6 +333,38 @@ func TestSimTaskBounds(t *testing.T) {
 	}
 }
 
+// TestSimInstalledLists: on an installed system (no ../shared/workloads
+// above the working directory) thesis-1 and thesis-2 are found in DataDir's
+// workloads/, where make install and the RPM put them. `glean sim` with its
+// default --workload used to fail there: the lists were not shipped.
+func TestSimInstalledLists(t *testing.T) {
+	src, _ := findThesisList("thesis-submit-list-1.txt")
+	if src == "" {
+		t.Skip("no thesis list 1 in this tree")
+	}
+	list, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := DataDir
+	t.Cleanup(func() { DataDir = old })
+	DataDir = t.TempDir()
+	t.Chdir(t.TempDir())
+	if found, where := findThesisList("thesis-submit-list-1.txt"); found != "" || !strings.Contains(where, DataDir) {
+		t.Fatalf("found %q before it was installed; where %q", found, where)
+	}
+	if err := os.MkdirAll(filepath.Join(DataDir, "workloads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(DataDir, "workloads", "thesis-submit-list-1.txt"), list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := Sim(context.Background(), []string{"--mode", "slurm"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "workload thesis-submit-list-1.txt, 24 nodes") {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+}
+
 // TestSimPlots: the utilization and Gantt charts in PNG and SVG.
 func TestSimPlots(t *testing.T) {
 	dir := t.TempDir()

@@ -156,6 +156,28 @@ func TestReadThesisLarger(t *testing.T) {
 	}
 }
 
+// TestThesisListCopies: the repository's workloads/ holds copies of the
+// shared thesis lists, which make install ships (DATADIR/glean/workloads);
+// they must not drift from the project's shared ones.
+func TestThesisListCopies(t *testing.T) {
+	for _, f := range []string{"thesis-submit-list-1.txt", "thesis-submit-list-2.txt"} {
+		shared, err := os.ReadFile(filepath.Join(sharedDir, f))
+		if os.IsNotExist(err) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, err := os.ReadFile(filepath.Join("..", "..", "workloads", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(mine, shared) {
+			t.Errorf("workloads/%s differs from %s/%s: copy it again", f, sharedDir, f)
+		}
+	}
+}
+
 func TestReadThesisBad(t *testing.T) {
 	in := `NodeNum=4 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
 NodeNum=0 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
