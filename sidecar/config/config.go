@@ -209,6 +209,10 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
+// minPeriod is the least slurm.timeout, daemon.interval (but for 0) and
+// daemon.rescan.
+const minPeriod = time.Second
+
 // Validate reports every problem at once.
 func (c Config) Validate() error {
 	var errs []error
@@ -218,8 +222,10 @@ func (c Config) Validate() error {
 	if c.Slurm.RealSbatch != "" && !filepath.IsAbs(c.Slurm.RealSbatch) {
 		bad("slurm.real_sbatch", "must be an absolute path, not %q", c.Slurm.RealSbatch)
 	}
-	if c.Slurm.Timeout.Duration <= 0 {
-		bad("slurm.timeout", "must be positive")
+	// Below a second these are typos ("1ns" for "1m"): every Slurm command
+	// would time out, gleand would spin its rounds or rescans.
+	if d := c.Slurm.Timeout.Duration; d < minPeriod {
+		bad("slurm.timeout", "must be at least %v, not %v", minPeriod, d)
 	}
 	if c.Partitions.Pilot == "" {
 		bad("partitions.pilot", "must name the pilot partition")
@@ -289,8 +295,11 @@ func (c Config) Validate() error {
 	if c.Daemon.User == "" {
 		bad("daemon.user", "must name the daemon's user")
 	}
-	if c.Daemon.Interval.Duration < 0 || c.Daemon.Rescan.Duration <= 0 {
-		bad("daemon", "interval must not be negative and rescan must be positive")
+	if d := c.Daemon.Interval.Duration; d != 0 && d < minPeriod {
+		bad("daemon.interval", "must be 0 (one scheduling cycle, the cluster's bf_interval) or at least %v, not %v", minPeriod, d)
+	}
+	if d := c.Daemon.Rescan.Duration; d < minPeriod {
+		bad("daemon.rescan", "must be at least %v, not %v", minPeriod, d)
 	}
 	if a := c.Daemon.MetricsListen; a != "" {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {

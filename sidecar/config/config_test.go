@@ -58,6 +58,14 @@ func TestLoadRejects(t *testing.T) {
 		{"no entry taken in per round", "[limits]\nmax_entries_per_round = 0\n", "limits.max_entries_per_round: must be at least 1"},
 		{"relative checkpoint root", "[checkpoint]\nroot = \"ckpt\"\n", "checkpoint.root"},
 		{"relative checkpoint command", "[checkpoint]\ncommand = \"dmtcp_launch\"\n", "checkpoint.command"},
+		// "1ns" used to pass: a Slurm command that always times out, rounds
+		// and rescans back to back.
+		{"nanosecond interval", "[daemon]\ninterval = \"1ns\"\n", "daemon.interval: must be 0 (one scheduling cycle, the cluster's bf_interval) or at least 1s, not 1ns"},
+		{"negative interval", "[daemon]\ninterval = \"-1s\"\n", "daemon.interval: must be 0"},
+		{"nanosecond rescan", "[daemon]\nrescan = \"1ns\"\n", "daemon.rescan: must be at least 1s, not 1ns"},
+		{"zero rescan", "[daemon]\nrescan = \"0s\"\n", "daemon.rescan: must be at least 1s, not 0s"},
+		{"nanosecond Slurm timeout", "[slurm]\ntimeout = \"1ns\"\n", "slurm.timeout: must be at least 1s, not 1ns"},
+		{"half-second Slurm timeout", "[slurm]\ntimeout = \"500ms\"\n", "slurm.timeout: must be at least 1s, not 500ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

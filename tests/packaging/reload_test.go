@@ -127,13 +127,13 @@ func TestGleandReload(t *testing.T) {
 	}{
 		{"changed config: re-exec in place", strings.Replace(string(orig), was, now, 1), true, true, "", "rescan=3s"},
 		{"broken config: the old one runs on", strings.Replace(string(orig), was, `rescan = "-3s"`, 1), false, false,
-			"daemon: interval must not be negative and rescan must be positive", "config reload refused"},
+			"daemon.rescan: must be at least 1s, not -3s", "config reload refused"},
 		{"metrics address taken: the old one runs on", strings.Replace(string(orig), noMetrics, `metrics_listen = "`+taken.Addr().String()+`"`, 1),
 			false, true, "daemon.metrics_listen", "config reload refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setConfig(tc.config)
-			if out, err := checkConfig(); (err == nil) != tc.checks || !tc.checks && !strings.Contains(out, e.Config+": daemon: ") {
+			if out, err := checkConfig(); (err == nil) != tc.checks || !tc.checks && !strings.Contains(out, e.Config+": daemon.rescan: ") {
 				t.Errorf("gleand -check-config: %v, %q", err, out)
 			}
 			sent := hup()
@@ -218,11 +218,11 @@ func TestHelperReload(t *testing.T) {
 	if err := os.WriteFile(e.Config, []byte(strings.Replace(string(orig), was, `rescan = "-3s"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := check(); err == nil || !strings.Contains(out, e.Config+": daemon: ") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+	if out, err := check(); err == nil || !strings.Contains(out, e.Config+": daemon.rescan: ") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
 		t.Errorf("glean-helper -check-config on a broken file: %v, %q (want one line naming it)", err, out)
 	}
 	hupUntil("the helper to refuse the broken file", func(log string) bool {
-		return strings.Contains(log, "config reload refused") && strings.Contains(log, "rescan must be positive")
+		return strings.Contains(log, "config reload refused") && strings.Contains(log, "daemon.rescan: must be at least 1s")
 	})
 	if n := strings.Count(helperLog(), "glean-helper starting"); n != 1 {
 		t.Fatalf("%d start-ups after a refused reload, want 1\n%s", n, e.Logs())
