@@ -10,8 +10,7 @@ FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' sidecar spank
 
 # The version: contrib/glean.spec's, the one place it is written.
 VERSION := $(shell sed -n 's/^Version:[[:space:]]*//p' contrib/glean.spec)
-# DataDir: where glean sim finds the installed thesis lists (DATADIR below).
-GOLDFLAGS ?= -X github.com/glean-hpc/glean/sidecar/cli.Version=$(VERSION) -X github.com/glean-hpc/glean/sidecar/cli.DataDir=$(DATADIR)/glean
+GOLDFLAGS ?= -X github.com/glean-hpc/glean/sidecar/cli.Version=$(VERSION)
 
 all: build
 
@@ -67,7 +66,7 @@ INSTALL_SED = -e 's|/usr/bin/glean|$(BINDIR)/glean|g' -e 's|/etc/glean/|$(SYSCON
 	-e 's|/usr/libexec/glean/|$(LIBEXECDIR)/glean/|g' -e 's|/var/spool/glean|$(SPOOLDIR)|g'
 install: binaries
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/glean $(DESTDIR)$(DATADIR)/glean/wrappers \
-		$(DESTDIR)$(DATADIR)/glean/examples $(DESTDIR)$(DATADIR)/glean/workloads $(DESTDIR)$(SYSCONFDIR)/glean $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(DATADIR)/glean/examples $(DESTDIR)$(SYSCONFDIR)/glean $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
 	$(INSTALL) -m 0755 $(BIN)/glean $(BIN)/gleand $(BIN)/glean-agent $(BIN)/glean-helper $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 jobscripts/pilot.sh $(DESTDIR)$(LIBEXECDIR)/glean/pilot.sh
@@ -77,7 +76,6 @@ install: binaries
 	[ "$$ok" = yes ] && [ $${#line} -le 126 ] || { echo "make install: BINDIR=$(BINDIR) cannot be named on the wrapper's #! line (no blanks, at most 127 bytes): $$line" >&2; exit 1; }
 	$(INSTALL) -m 0644 wrappers/glean.sh $(DESTDIR)$(DATADIR)/glean/glean.sh
 	$(INSTALL) -m 0755 jobscripts/examples/*.sh $(DESTDIR)$(DATADIR)/glean/examples/
-	$(INSTALL) -m 0644 workloads/thesis-submit-list-1.txt workloads/thesis-submit-list-2.txt $(DESTDIR)$(DATADIR)/glean/workloads/
 	for u in gleand glean-helper; do \
 		sed $(INSTALL_SED) etc/$$u.service >$(DESTDIR)$(UNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; \
 	done

@@ -13,10 +13,6 @@ import (
 // Version is set at build time (-ldflags "-X .../cli.Version=...").
 var Version = "dev"
 
-// DataDir is where make install puts glean's shared files, $(DATADIR)/glean
-// (the thesis lists in workloads/); the Makefile sets it at build time.
-var DataDir = "/usr/share/glean"
-
 // command runs one subcommand; it returns the exit code.
 type command struct {
 	summary string

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -27,11 +28,10 @@ in SLURM-only and glean's modes and prints, per mode: utilization, the
 calibration jobs' turnaround (the thesis's Table 5.2), regular jobs' waits,
 and each job's change against SLURM-only and against running alone.
 
-Workloads: thesis-1 and thesis-2 (the seed thesis's submit lists, installed
-in %s/workloads), an SWF trace (.swf or .swf.gz, Parallel Workloads
-Archive), or a site's own history from sacct, produced with (times as UTC;
--S and -E bound the period, -S is needed: sacct's default start is today
-at 00:00):
+Workloads: thesis-1 and thesis-2 (the seed thesis's submit lists, built
+into glean), an SWF trace (.swf or .swf.gz, Parallel Workloads Archive), or
+a site's own history from sacct, produced with (times as UTC; -S and -E
+bound the period, -S is needed: sacct's default start is today at 00:00):
 
     %s
 
@@ -53,7 +53,7 @@ func Sim(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("glean sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, simHelp, DataDir, sacctCommand)
+		fmt.Fprintf(stderr, simHelp, sacctCommand)
 		fs.PrintDefaults()
 	}
 	var (
@@ -197,26 +197,28 @@ func writePlots(dir, name string, results []*sim.ElasticResult) error {
 	return errors.Join(errs...)
 }
 
-// loadWorkload resolves thesis-1/thesis-2 to the submit lists (below) or
-// reads a file. Malformed lines are skipped with
+// loadWorkload resolves thesis-1/thesis-2 to the submit lists built into
+// glean (workload.ThesisList) or reads a file. Malformed lines are skipped with
 // a warning on stderr, or fail the read if strict. nodes > 0 sets the
 // machine's size (SWF: jobs larger than it are dropped, as the archive's
 // convention has it; the others: such a job is an error when simulated).
 func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict bool, stderr io.Writer) (*workload.Workload, error) {
 	path := name
+	var f io.Reader
 	if n, ok := strings.CutPrefix(name, "thesis-"); ok && (n == "1" || n == "2") {
-		file := "thesis-submit-list-" + n + ".txt"
-		found, where := findThesisList(file)
-		if found == "" {
-			return nil, fmt.Errorf("%s: %s not found in %s; give its path", name, file, where)
+		data, file, err := workload.ThesisList(n)
+		if err != nil {
+			return nil, err
 		}
-		path, format = found, "thesis"
+		f, path, format = bytes.NewReader(data), file, "thesis"
+	} else {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("--workload: %w", err)
+		}
+		defer file.Close()
+		f = file
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("--workload: %w", err)
-	}
-	defer f.Close()
 	if format == "" {
 		switch {
 		case strings.Contains(path, ".swf"):
@@ -237,7 +239,10 @@ func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict b
 		ppn = workload.ProcsPerNodeFromHeader
 	}
 	opts := workload.Options{Strict: strict}
-	var w *workload.Workload
+	var (
+		w   *workload.Workload
+		err error
+	)
 	switch format {
 	case "thesis":
 		w, err = workload.ReadThesis(f, path, opts)
@@ -282,40 +287,6 @@ func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict b
 		}
 	}
 	return w, nil
-}
-
-// findThesisList finds a thesis submit list: in a source tree, in
-// ../shared/workloads or shared/workloads above the working directory (the
-// project's shared copies) or in the repository's workloads/; installed, in
-// DataDir/workloads, or in ../share/glean/workloads beside the executable
-// (a tree installed under another prefix or staged with DESTDIR). where
-// says where it looked, for the error.
-func findThesisList(file string) (found, where string) {
-	dir, _ := os.Getwd()
-	for d := dir; d != ""; {
-		for _, c := range []string{filepath.Join(d, "..", "shared", "workloads", file), filepath.Join(d, "shared", "workloads", file), filepath.Join(d, "workloads", file)} {
-			if _, err := os.Stat(c); err == nil {
-				return c, ""
-			}
-		}
-		p := filepath.Dir(d)
-		if p == d {
-			break
-		}
-		d = p
-	}
-	dirs := []string{filepath.Join(DataDir, "workloads")}
-	if exe, err := os.Executable(); err == nil {
-		if d := filepath.Join(filepath.Dir(exe), "..", "share", "glean", "workloads"); filepath.Clean(d) != dirs[0] {
-			dirs = append(dirs, filepath.Clean(d))
-		}
-	}
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, file)); err == nil {
-			return filepath.Join(d, file), ""
-		}
-	}
-	return "", fmt.Sprintf("../shared/workloads or workloads/ above %s, nor in %s", dir, strings.Join(dirs, " or "))
 }
 
 // parseSince reads --since as sacct's -S would (in UTC, as the documented

@@ -333,38 +333,6 @@ func TestSimTaskBounds(t *testing.T) {
 	}
 }
 
-// TestSimInstalledLists: on an installed system (no ../shared/workloads
-// above the working directory) thesis-1 and thesis-2 are found in DataDir's
-// workloads/, where make install and the RPM put them. `glean sim` with its
-// default --workload used to fail there: the lists were not shipped.
-func TestSimInstalledLists(t *testing.T) {
-	src, _ := findThesisList("thesis-submit-list-1.txt")
-	if src == "" {
-		t.Skip("no thesis list 1 in this tree")
-	}
-	list, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := DataDir
-	t.Cleanup(func() { DataDir = old })
-	DataDir = t.TempDir()
-	t.Chdir(t.TempDir())
-	if found, where := findThesisList("thesis-submit-list-1.txt"); found != "" || !strings.Contains(where, DataDir) {
-		t.Fatalf("found %q before it was installed; where %q", found, where)
-	}
-	if err := os.MkdirAll(filepath.Join(DataDir, "workloads"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(DataDir, "workloads", "thesis-submit-list-1.txt"), list, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := Sim(context.Background(), []string{"--mode", "slurm"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "workload thesis-submit-list-1.txt, 24 nodes") {
-		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
-	}
-}
-
 // TestSimPlots: the utilization and Gantt charts in PNG and SVG.
 func TestSimPlots(t *testing.T) {
 	dir := t.TempDir()
@@ -383,6 +351,24 @@ func TestSimPlots(t *testing.T) {
 		}
 		if strings.HasSuffix(f, ".svg") != bytes.Contains(b[:min(len(b), 512)], []byte("<svg")) {
 			t.Errorf("%s is not what its extension says", f)
+		}
+	}
+}
+
+// TestSimBuiltInLists: thesis-1 and thesis-2 are built into glean, so glean
+// sim with its default workload runs from any directory of an installed
+// system (it used to look for ../shared/workloads above the working
+// directory, which only the project's tree has).
+func TestSimBuiltInLists(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"--mode", "slurm"}, {"--mode", "slurm", "--workload", "thesis-2"}} {
+		var out, errb bytes.Buffer
+		want := "workload thesis-submit-list-1.txt, 24 nodes"
+		if len(args) > 2 {
+			want = "workload thesis-submit-list-2.txt, 24 nodes"
+		}
+		if code := Sim(context.Background(), args, &out, &errb); code != 0 || !strings.Contains(out.String(), want) {
+			t.Errorf("glean sim %v: exit %d: %s\n%s", args, code, errb.String(), out.String())
 		}
 	}
 }

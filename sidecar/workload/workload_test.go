@@ -156,28 +156,6 @@ func TestReadThesisLarger(t *testing.T) {
 	}
 }
 
-// TestThesisListCopies: the repository's workloads/ holds copies of the
-// shared thesis lists, which make install ships (DATADIR/glean/workloads);
-// they must not drift from the project's shared ones.
-func TestThesisListCopies(t *testing.T) {
-	for _, f := range []string{"thesis-submit-list-1.txt", "thesis-submit-list-2.txt"} {
-		shared, err := os.ReadFile(filepath.Join(sharedDir, f))
-		if os.IsNotExist(err) {
-			t.Skip(err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		mine, err := os.ReadFile(filepath.Join("..", "..", "workloads", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(mine, shared) {
-			t.Errorf("workloads/%s differs from %s/%s: copy it again", f, sharedDir, f)
-		}
-	}
-}
-
 func TestReadThesisBad(t *testing.T) {
 	in := `NodeNum=4 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
 NodeNum=0 Type=Normal TimeLimit=1:57:57 RealTime=7077 SubmitTimeStamp=3405
@@ -480,5 +458,34 @@ func TestErrorsCap(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "(and 140 more bad lines)") {
 		t.Errorf("message: %v", err)
+	}
+}
+
+// TestThesisListCopies: the lists built into glean (lists/) are the
+// project's shared ones, byte for byte, and read as the thesis's 24-node
+// workloads.
+func TestThesisListCopies(t *testing.T) {
+	for _, n := range []string{"1", "2"} {
+		mine, name, err := ThesisList(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, err := ReadThesis(bytes.NewReader(mine), name, Options{Strict: true}); err != nil || w.Nodes != ThesisNodes || len(w.Jobs) == 0 {
+			t.Errorf("built-in %s: %v", name, err)
+		}
+		shared, err := os.ReadFile(filepath.Join(sharedDir, name))
+		if os.IsNotExist(err) {
+			t.Logf("no %s to compare with: %v", sharedDir, err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(mine, shared) {
+			t.Errorf("sidecar/workload/lists/%s differs from %s/%s: copy it again", name, sharedDir, name)
+		}
+	}
+	if _, _, err := ThesisList("3"); err == nil {
+		t.Error("thesis list 3 exists")
 	}
 }

@@ -105,17 +105,15 @@ func TestMakeInstall(t *testing.T) {
 			}
 			for p, exe := range map[string]bool{
 				tc.libexec + "/pilot.sh": true, tc.share + "/wrappers/sbatch": true, tc.share + "/glean.sh": false,
-				tc.share + "/examples/montecarlo.sh": true, tc.share + "/workloads/thesis-submit-list-1.txt": false,
-				tc.share + "/workloads/thesis-submit-list-2.txt": false,
+				tc.share + "/examples/montecarlo.sh": true,
 			} {
 				st, err := os.Stat(at(p))
 				if err != nil || exe && st.Mode()&0o111 == 0 {
 					t.Errorf("%s: missing or not executable (%v)", p, err)
 				}
 			}
-			// glean sim's default workload, thesis-1, is found where it was
-			// installed (from a directory with no ../shared/workloads above;
-			// staged with DESTDIR, beside the executable).
+			// glean sim's default workload is built in: it runs from a
+			// directory with no ../shared/workloads above.
 			sim := exec.Command(at(filepath.Join(tc.bin, "glean")), "sim", "--mode", "slurm")
 			sim.Dir = t.TempDir()
 			if out, err := sim.CombinedOutput(); err != nil || !strings.Contains(string(out), "workload thesis-submit-list-1.txt, 24 nodes") {
@@ -264,7 +262,6 @@ func TestRPM(t *testing.T) {
 	for _, f := range []string{"/usr/bin/gleand", "/usr/bin/glean-helper", "/usr/bin/glean", "/usr/bin/glean-agent",
 		"/usr/lib/systemd/system/gleand.service", "/usr/lib/systemd/system/glean-helper.service",
 		"/usr/libexec/glean/pilot.sh", "/usr/share/glean/wrappers/sbatch", "/usr/share/glean/glean.sh",
-		"/usr/share/glean/workloads/thesis-submit-list-1.txt", "/usr/share/glean/workloads/thesis-submit-list-2.txt",
 		"/etc/glean/glean.toml", "/var/spool/glean"} {
 		if !strings.Contains(files, f+"\n") {
 			t.Errorf("the RPM lacks %s:\n%s", f, files)
