@@ -410,10 +410,15 @@ func (a *Agent) readJournal() error {
 
 func (a *Agent) heartbeat(now time.Time) {
 	for _, p := range a.running {
-		if now.Sub(p.beat) < a.opt.Heartbeat {
+		if p.lost || now.Sub(p.beat) < a.opt.Heartbeat {
 			continue
 		}
-		if err := a.work.Heartbeat(p.task, now); err != nil {
+		err := a.work.Heartbeat(p.task, p.attempt)
+		if errors.Is(err, spool.ErrLeaseLost) {
+			a.leaseLost(p)
+			continue
+		}
+		if err != nil {
 			a.opt.Log.Warn("heartbeat", "task", p.task, "err", err)
 			continue
 		}
@@ -421,10 +426,27 @@ func (a *Agent) heartbeat(now time.Time) {
 	}
 }
 
+// leaseLost kills an attempt whose lease the daemon took back: it has
+// journaled the attempt as lost and may have given the task to another
+// agent, so the attempt must not run on beside the next one (SIGKILL: no
+// save either, the checkpoint may be the next attempt's already), and it
+// writes no result (finish).
+func (a *Agent) leaseLost(p *proc) {
+	a.opt.Log.Warn("the task's lease was taken back: killing the attempt", "task", p.task, "attempt", p.attempt, "pid", p.pid)
+	p.lost = true
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+}
+
 // finish writes an ended attempt's result.
 func (a *Agent) finish(e exited) {
 	p := e.p
 	delete(a.running, p.task)
+	if p.lost {
+		// Committed as lost already: a result, or removing the task's
+		// checkpoint, could only harm the task's next attempt.
+		a.opt.Log.Info("task ended after its lease was taken back: no result", "task", p.task, "attempt", p.attempt)
+		return
+	}
 	// scancel and Slurm's time limit signal the tasks too: one that ends
 	// while the agent is being stopped was stopped with it; not when the
 	// TERM went to the agent alone (a give-way, the time-limit warning).
@@ -578,6 +600,9 @@ func (a *Agent) stopAll(why string) string {
 		wait.Stop()
 	}
 	for _, p := range a.running {
+		if p.lost {
+			continue // KILLed already
+		}
 		p.signaled = true
 		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
 	}
@@ -600,6 +625,9 @@ func (a *Agent) stopAll(why string) string {
 			for _, p := range a.running {
 				log.Error("task not reaped after SIGKILL; handing it back", "task", p.task, "pid", p.pid)
 				delete(a.running, p.task)
+				if p.lost {
+					continue // not ours to hand back
+				}
 				a.report(spool.Result{Task: p.task, Attempt: p.attempt, Start: p.start, End: a.opt.Now(),
 					Outcome: spool.OutcomeHandedBack, Detail: "not reaped after SIGKILL"})
 			}

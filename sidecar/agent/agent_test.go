@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -598,4 +602,138 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait()
+}
+
+// The daemon took a running task's lease back (it journaled the attempt as
+// lost) and another agent leased the task again: the first agent notices
+// at its next heartbeat, SIGKILLs its attempt (no TERM: it must not save
+// into the checkpoint the next attempt now owns), writes no result for it,
+// and never refreshes the new lease.
+func TestLeaseTakenBackKillsAttempt(t *testing.T) {
+	marks := t.TempDir()
+	script := "#!/bin/sh\ntrap 'echo spoiled >\"$GLEAN_CHECKPOINT_DIR/state\"; exit 99' TERM\n" +
+		"echo $$ >\"$MARKS/pid.$GLEAN_ATTEMPT\"\nwhile :; do sleep 0.02; done\n"
+	f := newFixture(t, 1, script, []string{"PATH=" + os.Getenv("PATH"), "MARKS=" + marks},
+		func(e *spool.Entry) { e.Glean.Checkpoint = true })
+	c := Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "ck"), UID: os.Getuid()}
+	w := f.work()
+	waitA := runAgent(t, context.Background(), f.agent("801", 1, func(o *Options) { o.Idle, o.Checkpoint = time.Hour, c }))
+	pidA := waitPID(t, filepath.Join(marks, "pid.1"))
+	leaseA := readLease(t, w.LeasePath(0))
+
+	// The daemon takes the lease back; agent B leases the task again. A
+	// is retiring, so that it cannot take the task again itself first.
+	if err := f.recs.PutControl(f.rec, spool.Control{Retire: []string{"801"}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := spool.TaskEvent{Index: 0, Attempt: leaseA.Attempt, Reason: spool.ReasonLost, Pilot: "801"}
+	if err := f.recs.Journal(f.rec, spool.Event{Time: time.Now(), Event: "task", Task: &ev}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sp.RemoveLease(f.uid, f.id, 0, leaseA.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	ctxB, stopB := context.WithCancel(context.Background())
+	defer stopB()
+	waitB := runAgent(t, ctxB, f.agent("802", 1, func(o *Options) { o.Idle, o.Heartbeat, o.Checkpoint = time.Hour, time.Hour, c }))
+	waitPID(t, filepath.Join(marks, "pid.2"))
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(w.LeasePath(0), old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, "attempt 1 killed", func() bool { return processGone(pidA) })
+	if why := waitA(); why != EndRetired {
+		t.Errorf("agent A ended %q, want %q", why, EndRetired)
+	}
+	ws, err := f.sp.ScanWork(f.uid, f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ws.Results {
+		if r.Result.Attempt == leaseA.Attempt {
+			t.Errorf("a result for the attempt whose lease was taken back: %+v", r.Result)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(c.TaskDir(testAnchor, 0), "state")); err == nil {
+		t.Errorf("attempt 1 wrote into the checkpoint after its lease was taken back: %q", b)
+	}
+	if st, err := os.Stat(w.LeasePath(0)); err != nil {
+		t.Errorf("attempt 2's lease: %v", err)
+	} else if !st.ModTime().Equal(old) {
+		t.Errorf("attempt 2's lease: mtime %v; want it untouched by agent A (%v)", st.ModTime(), old)
+	}
+	stopB()
+	waitB()
+}
+
+// The heartbeat is the file server's time (UTIME_NOW), not the node's: a
+// node whose clock is two hours behind still keeps its lease fresh as
+// gleand, which compares the mtime with its own clock, sees it.
+func TestHeartbeatFileServerTime(t *testing.T) {
+	dir := t.TempDir()
+	f := newFixture(t, 1, "#!/bin/sh\nwhile [ ! -e \"$DIR/go\" ]; do sleep 0.01; done\n", []string{"DIR=" + dir}, nil)
+	wait := runAgent(t, context.Background(), f.agent("901", 1, func(o *Options) {
+		o.Now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
+	}))
+	w := f.work()
+	readLease(t, w.LeasePath(0))
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(w.LeasePath(0), old, old); err != nil {
+		t.Fatal(err)
+	}
+	var mtime time.Time
+	waitFor(t, "a heartbeat", func() bool {
+		st, err := os.Stat(w.LeasePath(0))
+		if err == nil {
+			mtime = st.ModTime()
+		}
+		return err == nil && !mtime.Equal(old)
+	})
+	if age := time.Since(mtime); age < -time.Minute || age > time.Minute {
+		t.Errorf("a heartbeat set the lease's mtime %v from now; want the filesystem's current time", age.Round(time.Second))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+}
+
+// readLease waits for a lease with content and returns it.
+func readLease(t *testing.T, path string) spool.Lease {
+	t.Helper()
+	var l spool.Lease
+	waitFor(t, "the lease "+path, func() bool {
+		data, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(data, &l) == nil && l.Attempt != ""
+	})
+	return l
+}
+
+// waitPID waits for a task to write its pid into path.
+func waitPID(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "a pid in "+path, func() bool {
+		data, _ := os.ReadFile(path)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid > 0
+	})
+	return pid
+}
+
+// processGone reports whether pid no longer runs: gone, or a zombie
+// waiting for a parent (an orphan's, where pid 1 does not reap).
+func processGone(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

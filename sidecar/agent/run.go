@@ -23,6 +23,7 @@ type proc struct {
 	start    time.Time
 	pid      int // also its process group
 	signaled bool
+	lost     bool // its lease was taken back: KILLed, no result
 	beat     time.Time
 	note     string // for the result's detail (a refused checkpoint directory)
 }

@@ -18,8 +18,10 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unsafe"
 
 	"github.com/glean-hpc/glean/sidecar/failpoint"
+	"golang.org/x/sys/unix"
 )
 
 // Task execution (docs/spool.md, "Tasks"). The agents, running as the
@@ -353,9 +355,48 @@ func (w *Work) SyncLease(task int) error {
 	return nil
 }
 
-// Heartbeat marks the lease of task as alive.
-func (w *Work) Heartbeat(task int, now time.Time) error {
-	return os.Chtimes(w.LeasePath(task), now, now)
+// ErrLeaseLost: a task's lease is gone, or is not the attempt's: the
+// daemon took the task back (its heartbeat timed out, its pilot was seen
+// gone) and may have leased it to another agent since.
+var ErrLeaseLost = errors.New("spool: the lease is no longer the attempt's")
+
+// Heartbeat marks attempt's lease of task as alive. The content is checked
+// on the descriptor whose times it sets, so another attempt's lease is
+// never refreshed; the time is UTIME_NOW, which on NFS the file server
+// sets: the daemon compares it with its own clock, and a node whose clock
+// is off must not make a live lease look stale (or a dead one fresh). A
+// lease that is gone, empty or another attempt's is ErrLeaseLost.
+func (w *Work) Heartbeat(task int, attempt string) error {
+	f, err := os.OpenFile(w.LeasePath(task), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+		return ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("spool: lease: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTaskFileBytes))
+	if err != nil {
+		return fmt.Errorf("spool: lease: %w", err)
+	}
+	if !sameAttempt(data, attempt) {
+		return ErrLeaseLost
+	}
+	if err := touchNow(f); err != nil {
+		return fmt.Errorf("spool: lease: %w", err)
+	}
+	return nil
+}
+
+// touchNow sets f's access and modification times to the current time
+// of the filesystem (futimens with UTIME_NOW).
+func touchNow(f *os.File) error {
+	ts := [2]unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, f.Fd(), 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // Finish writes the attempt's result, then removes its lease.
@@ -389,10 +430,10 @@ func (w *Work) Finish(r Result) error {
 
 // removeLease removes task's lease if it is attempt's: the daemon may have
 // taken the task back as lost meanwhile and another agent leased it again,
-// and that lease is not ours to remove.
+// and that lease (empty while its taker writes it) is not ours to remove.
 func (w *Work) removeLease(task int, attempt string) error {
 	path := w.LeasePath(task)
-	if data, err := readNoFollow(path, maxTaskFileBytes); err == nil && otherAttempt(data, attempt) {
+	if data, err := readNoFollow(path, maxTaskFileBytes); err != nil || !sameAttempt(data, attempt) {
 		return nil
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -658,15 +699,16 @@ func decodeResult(name string, data []byte, r *Result) error {
 
 // RemoveLease and RemoveResult unlink a file in uid's work directory
 // (never following a link: unlinkat on the directory's descriptor).
-// RemoveLease with an attempt id leaves a lease of another attempt alone
-// (the task was leased again since the caller read it).
+// RemoveLease with an attempt id leaves alone a lease that is empty or
+// names another attempt: it was made since the caller read it (the task
+// leased again; its taker may still be writing it).
 func (s *Spool) RemoveLease(uid int, id string, task int, attempt string) error {
 	name := strconv.Itoa(task)
 	var keep func(*os.File) bool
 	if attempt != "" {
 		keep = func(d *os.File) bool {
 			data, err := readOwned(d, name, uid, maxTaskFileBytes)
-			return err == nil && otherAttempt(data, attempt)
+			return err == nil && !sameAttempt(data, attempt)
 		}
 	}
 	return s.removeWork(uid, id, LeasesDir, name, keep)
@@ -676,11 +718,11 @@ func (s *Spool) RemoveResult(uid int, id string, name string) error {
 	return s.removeWork(uid, id, ResultsDir, name, nil)
 }
 
-// otherAttempt reports whether lease data names an attempt other than
-// attempt (a lease that does not parse names none).
-func otherAttempt(data []byte, attempt string) bool {
+// sameAttempt reports whether lease data names attempt (a lease that is
+// empty or does not parse names none).
+func sameAttempt(data []byte, attempt string) bool {
 	var l Lease
-	return json.Unmarshal(data, &l) == nil && l.Attempt != attempt
+	return attempt != "" && json.Unmarshal(data, &l) == nil && l.Attempt == attempt
 }
 
 // removeWork unlinks sub/name unless keep (given the directory) says not.

@@ -79,6 +79,75 @@ func TestLeaseRemovedOnlyByItsAttempt(t *testing.T) {
 	}
 }
 
+// A heartbeat refreshes only its own attempt's lease, checked on the
+// descriptor it touches: a lease that is gone, being written (empty) or
+// another attempt's is ErrLeaseLost and keeps its time. Neither the
+// agent's nor the daemon's removal by attempt takes away a lease being
+// written by its taker.
+func TestHeartbeatOwnLeaseOnly(t *testing.T) {
+	sp, uid, id, w := newWork(t)
+	if _, err := w.Take([]int{0}, Lease{Attempt: "a1", Pilot: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	path := w.LeasePath(0)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	mtime := func() time.Time {
+		t.Helper()
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Heartbeat(0, "a1"); err != nil {
+		t.Fatalf("its own lease: %v", err)
+	}
+	if age := time.Since(mtime()); age > time.Minute || age < -time.Minute {
+		t.Errorf("heartbeat: mtime %v from now, want the current time", age)
+	}
+	for _, tc := range []struct {
+		name    string
+		content *string
+	}{
+		{"another attempt's", ptr(`{"version":1,"task":0,"attempt":"a2"}`)},
+		{"being written (empty)", ptr("")},
+		{"gone", nil},
+	} {
+		os.Remove(path)
+		if tc.content != nil {
+			if err := os.WriteFile(path, []byte(*tc.content), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Heartbeat(0, "a1"); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("%s: %v, want ErrLeaseLost", tc.name, err)
+		}
+		if tc.content == nil {
+			continue
+		}
+		if !mtime().Equal(old) {
+			t.Errorf("%s: its mtime was refreshed", tc.name)
+		}
+		if err := w.Finish(Result{Task: 0, Attempt: "a1", Outcome: OutcomeExited}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.RemoveLease(uid, id, 0, "a1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: removed by attempt a1's result or the daemon's removal of a1's lease", tc.name)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // newWork is a queued job's record and its work directory, the caller's own.
 func newWork(t *testing.T) (sp *Spool, uid int, id string, w *Work) {
 	t.Helper()
