@@ -38,14 +38,16 @@ glean_items() {
 # state into its checkpoint directory and exit with status 99; the next
 # attempt of the task (on any node) starts with GLEAN_RESTARTED=1 and the
 # directory as it was left. After a kill without that chance (kill -9, a
-# lost node) the next attempt resumes too if the task committed a periodic
-# checkpoint (glean_checkpoint_commit). Any other end starts the next
-# attempt from scratch: GLEAN_RESTARTED=0 and an empty directory.
+# lost node) the next attempt resumes too if the task saved on an earlier
+# TERM or committed a periodic checkpoint (glean_checkpoint_commit). Any
+# other end (the task's own failure; a kill before any complete save)
+# starts the next attempt from scratch: GLEAN_RESTARTED=0 and an empty
+# directory.
 #
 #   . /usr/share/glean/glean.sh
 #   dir=$(glean_checkpoint_dir)
 #   if [ "$GLEAN_RESTARTED" = 1 ]; then read -r i < "$dir/state"; else i=0; fi
-#   glean_on_term 'echo "$i" > "$dir/state"'
+#   glean_on_term 'echo "$i" > "$dir/state.tmp" && mv "$dir/state.tmp" "$dir/state"'
 #
 # The agent sets, besides GLEAN_ATTEMPT (1, 2, ...), GLEAN_RESTARTED and
 # GLEAN_CHECKPOINT_DIR (<checkpoint.root>/<job id>/<task id>, default root
@@ -177,9 +179,10 @@ _glean_safe_dir() {
 # atomically first (to a temporary name, then mv), then call it. When an
 # attempt is killed without the chance to save on TERM (kill -9, a node
 # lost, the pilot gone), the next attempt resumes (GLEAN_RESTARTED=1) from
-# the directory as it was left if it was committed at least once; without
-# a commit it starts from scratch with the directory emptied. A task that
-# fails by itself always starts again from scratch. The commit is a file
+# the directory as it was left if it was committed at least once (or saved
+# on TERM); without a complete save it starts from scratch with the
+# directory emptied. A task that fails by itself always starts again from
+# scratch. The commit is a file
 # renamed into place (.glean-committed, holding the attempt and the time),
 # after the directory's files were flushed (sync), so it survives a lost
 # node too.
@@ -196,11 +199,13 @@ glean_checkpoint_commit() {
 
 # glean_on_term CMD... runs CMD (evaluated like trap's argument) when the
 # task gets SIGTERM, then exits 99 ("checkpointed: resume me") if CMD
-# succeeded, 143 (killed by TERM: start again from scratch) if not. The
-# TERM goes to the task's whole process group: a command running in the
-# foreground is TERMed too and the shell runs CMD when it returned, so CMD
-# must save the state of the last finished step, and a step's variables
-# should change in one command (a=... b=... on one line).
+# succeeded, 143 (not saved: the next attempt resumes from the task's last
+# complete save, if it has one, else starts from scratch) if not. The TERM goes to the task's whole process group: a
+# command running in the foreground is TERMed too and the shell runs CMD
+# when it returned, so CMD must save the state of the last finished step,
+# and a step's variables should change in one command (a=... b=... on one
+# line). Write each file of the save to a temporary name and mv it: a kill
+# during the save must leave the previous complete save.
 glean_on_term() {
 	if [ $# -eq 0 ]; then
 		echo "glean_on_term: usage: glean_on_term CMD..." >&2
@@ -219,6 +224,6 @@ _glean_term() {
 	if eval "$_glean_term_cmd"; then
 		exit "$GLEAN_CHECKPOINT_EXIT"
 	fi
-	echo "glean_on_term: '$_glean_term_cmd' failed: the task will start again from scratch" >&2
+	echo "glean_on_term: '$_glean_term_cmd' failed: the task's next attempt resumes from its last complete save, if any" >&2
 	exit 143
 }

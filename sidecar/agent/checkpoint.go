@@ -19,10 +19,11 @@ import (
 // Checkpoint and hand-back (docs/execution.md). A task's checkpoint
 // directory is <root>/<anchor>/<task>, outside the spool, owned by the
 // job's owner and 0700 down from <root>/<anchor>. It is kept across the
-// task's attempts while the last one ended checkpointed (GLEAN_RESTARTED=1);
-// an attempt that starts from scratch finds it empty, because any other end
-// may have left a half-written state. <root>/<anchor>/.glean-job names the
-// job, so that Sweep can apply the retention once the job ended.
+// task's attempts while it holds a complete save (GLEAN_RESTARTED=1: see
+// prepareTask); an attempt that starts from scratch finds it empty, because
+// a failure or a first save killed half-way may have left a bad state.
+// <root>/<anchor>/.glean-job names the job, so that Sweep can apply the
+// retention once the job ended.
 
 // Checkpoints is where an agent keeps its job's checkpoints.
 type Checkpoints struct {
@@ -122,16 +123,18 @@ const committedMarker = ".glean-committed"
 
 // prepareTask readies an attempt's directory and returns its path and
 // whether the attempt resumes from it (GLEAN_RESTARTED=1): it does when
-// the last attempt checkpointed (exit 99 after TERM), or when it was
-// killed (an expected kill: pilot lost, node failure, give-way, ...) after
-// the task committed a periodic checkpoint (glean_checkpoint_commit);
-// otherwise the directory is emptied (a save killed half-way, a failure).
+// the journal says the directory holds a complete save (saved: an attempt
+// checkpointed, exit 99 after TERM, and none failed since), or when the
+// last attempt was killed (an expected kill: pilot lost, node failure,
+// give-way, ...) after the task committed a periodic checkpoint
+// (glean_checkpoint_commit); otherwise the directory is emptied (a first
+// save killed half-way, a failure).
 // The directory is created (0700) when create is set (a checkpoint-aware
 // job, or the site command), else left to glean_checkpoint_dir. It works
 // from descriptors of the checked <root>/<anchor> (prepareJob made it).
-func (c Checkpoints) prepareTask(anchor string, task int, checkpointed, killed, create bool) (string, bool, error) {
+func (c Checkpoints) prepareTask(anchor string, task int, saved, killed, create bool) (string, bool, error) {
 	if c.Root == "" || anchor == "" {
-		return "", checkpointed, nil // no directory of glean's: the script's own
+		return "", saved, nil // no directory of glean's: the script's own
 	}
 	dir, err := c.openJob(anchor, false)
 	if err != nil {
@@ -139,7 +142,7 @@ func (c Checkpoints) prepareTask(anchor string, task int, checkpointed, killed, 
 	}
 	defer dir.Close()
 	name := strconv.Itoa(task)
-	resume := checkpointed || killed && c.committed(dir, name)
+	resume := saved || killed && c.committed(dir, name)
 	if !resume {
 		if err := removeAllAt(dir, name); err != nil {
 			return "", false, err

@@ -340,45 +340,52 @@ func TestTaskEnvCheckpointVars(t *testing.T) {
 }
 
 // Whether an attempt resumes from its checkpoint directory, by how the
-// task's last attempt ended and whether the task committed a periodic
-// checkpoint (glean_checkpoint_commit): a checkpointed attempt (exit 99)
-// always resumes; an expected kill (the agent SIGKILLed: pilot-lost; a
-// lost node; a give-way without saving) resumes only from a committed
-// directory; a failure never does, and the directory is emptied.
+// task's earlier attempts ended and whether the task committed a periodic
+// checkpoint (glean_checkpoint_commit): a save on TERM (checkpointed, exit
+// 99) is complete and stays resumable across later expected kills (the
+// agent SIGKILLed: pilot-lost; a lost node; a give-way before the attempt
+// saved) until an attempt fails by itself; an expected kill resumes from a
+// committed directory too; a failure never resumes, and the directory is
+// emptied.
 func TestCommittedCheckpointResume(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
+	type end struct {
 		reason       string
 		checkpointed bool
-		committed    bool
-		resume       bool
+	}
+	saved := end{spool.ReasonGiveWay, true}
+	for _, tc := range []struct {
+		name      string
+		ends      []end // the earlier attempts, in order
+		committed bool
+		resume    bool
 	}{
-		{"killed after a commit", spool.ReasonLost, false, true, true},
-		{"node lost after a commit", spool.ReasonNodeFailure, false, true, true},
-		{"killed before any commit", spool.ReasonLost, false, false, false},
-		{"failed after a commit", spool.ReasonFailed, false, true, false},
-		{"checkpointed on TERM", spool.ReasonGiveWay, true, false, true},
-		{"given way without saving, after a commit", spool.ReasonGiveWay, false, true, true},
+		{"killed after a commit", []end{{spool.ReasonLost, false}}, true, true},
+		{"node lost after a commit", []end{{spool.ReasonNodeFailure, false}}, true, true},
+		{"killed before any commit", []end{{spool.ReasonLost, false}}, false, false},
+		{"failed after a commit", []end{{spool.ReasonFailed, false}}, true, false},
+		{"checkpointed on TERM", []end{saved}, false, true},
+		{"given way without saving, after a commit", []end{{spool.ReasonGiveWay, false}}, true, true},
+		{"saved on TERM, then node lost", []end{saved, {spool.ReasonNodeFailure, false}}, false, true},
+		{"saved on TERM, then given way and lost before saving",
+			[]end{saved, {spool.ReasonGiveWay, false}, {spool.ReasonLost, false}}, false, true},
+		{"saved on TERM, then failed", []end{saved, {spool.ReasonFailed, false}}, false, false},
+		{"saved on TERM, failed, then lost", []end{saved, {spool.ReasonFailed, false}, {spool.ReasonLost, false}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, 1, "#!/bin/sh\necho \"restarted=$GLEAN_RESTARTED state=$(cat \"$GLEAN_CHECKPOINT_DIR/state\" 2>/dev/null)\"\n",
 				nil, func(e *spool.Entry) { e.Glean.Checkpoint = true })
-			c := Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "ck"), UID: os.Getuid()}
-			dir := c.TaskDir(testAnchor, 0)
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "state"), []byte("42"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			c, dir := f.savedState(t, "42")
 			if tc.committed {
 				if err := os.WriteFile(filepath.Join(dir, committedMarker), []byte("1 0\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
-			ev := spool.TaskEvent{Index: 0, Attempt: "first", Reason: tc.reason, Checkpointed: tc.checkpointed, Exit: 137}
-			if err := f.recs.Journal(f.rec, spool.Event{Time: time.Now(), Event: "task", Task: &ev}); err != nil {
-				t.Fatal(err)
+			for i, e := range tc.ends {
+				ev := spool.TaskEvent{Index: 0, Attempt: fmt.Sprint("a", i+1), Reason: e.reason, Checkpointed: e.checkpointed, Exit: 137}
+				if e.checkpointed {
+					ev.Exit = spool.CheckpointExit
+				}
+				f.journalTask(ev)
 			}
 			runAgent(t, context.Background(), f.agent("401", 1, func(o *Options) { o.Checkpoint = c }))()
 			want := "restarted=0 state=\n"
@@ -386,9 +393,54 @@ func TestCommittedCheckpointResume(t *testing.T) {
 				want = "restarted=1 state=42\n"
 			}
 			if got := readFile(t, filepath.Join(f.cwd, "slurm-"+testAnchor+"_0.out")); got != want {
-				t.Errorf("attempt 2 printed %q, want %q", got, want)
+				t.Errorf("attempt %d printed %q, want %q", len(tc.ends)+1, got, want)
 			}
 		})
+	}
+}
+
+// A save on TERM outlives a next attempt given way during its start-up,
+// before its script set glean_on_term (so it exited by the TERM without
+// saving): the attempt after that resumes from the save, through the real
+// glean.sh. It used to start from scratch with the save deleted.
+func TestTermSaveSurvivesEarlyGiveWay(t *testing.T) {
+	marks := t.TempDir()
+	script := "#!/bin/sh\n. \"$GLEAN_SH\"\ndir=$(glean_checkpoint_dir)\n" +
+		"echo \"attempt=$GLEAN_ATTEMPT restarted=$GLEAN_RESTARTED state=$(cat \"$dir/state\" 2>/dev/null)\"\n" +
+		"touch \"$MARKS/started.$GLEAN_ATTEMPT\"\n" +
+		"while [ ! -e \"$MARKS/loaded\" ]; do sleep 0.01; done # start-up: loading the application\n" +
+		"glean_on_term 'echo \"$i\" >\"$dir/state.tmp\" && mv \"$dir/state.tmp\" \"$dir/state\"'\n" +
+		"i=0\nwhile :; do i=$((i+1)); sleep 0.01; done\n"
+	f := newFixture(t, 1, script, []string{"PATH=" + os.Getenv("PATH"), "GLEAN_SH=" + repoFile(t, "wrappers/glean.sh"), "MARKS=" + marks},
+		func(e *spool.Entry) { e.Glean.Checkpoint = true })
+	c, _ := f.savedState(t, "42")
+	// Attempt 1 saved on TERM.
+	f.journalTask(spool.TaskEvent{Index: 0, Attempt: "a1", Reason: spool.ReasonGiveWay, Checkpointed: true, Exit: spool.CheckpointExit})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	f.commit(ctx, &wg)
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	for n := 2; n <= 3; n++ {
+		actx, term := context.WithCancel(context.Background())
+		wait := runAgent(t, actx, f.agent(fmt.Sprint(1500+n), 1, func(o *Options) {
+			o.Checkpoint = c
+			o.GaveWay = func() bool { return true }
+		}))
+		waitFor(t, fmt.Sprint("attempt ", n, " started"), func() bool {
+			_, err := os.Stat(filepath.Join(marks, fmt.Sprint("started.", n)))
+			return err == nil
+		})
+		term() // glean gives way with this pilot
+		wait()
+		waitFor(t, fmt.Sprint("attempt ", n, "'s commit"), func() bool { return len(f.events()) == n })
+		if e := f.events()[n-1]; e.Checkpointed {
+			t.Fatalf("attempt %d %+v: it had not set glean_on_term, it cannot have saved", n, e)
+		}
+	}
+	out := readFile(t, filepath.Join(f.cwd, "slurm-"+testAnchor+"_0.out"))
+	if want := "attempt=3 restarted=1 state=42\n"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q: attempt 1's save was not kept:\n%s", want, out)
 	}
 }
 

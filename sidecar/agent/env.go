@@ -11,7 +11,7 @@ import (
 type TaskVars struct {
 	Task      int
 	Attempt   int    // 1-based
-	Restarted bool   // the task's last attempt checkpointed: resume from CheckpointDir
+	Restarted bool   // the task has a complete save (history.resume): resume from CkptDir
 	CkptRoot  string // checkpoint.root as expanded for the user ("" = none)
 	CkptDir   string // the task's checkpoint directory
 }

@@ -16,7 +16,7 @@ import (
 // history is what the journal says about the job's tasks so far.
 type history struct {
 	attempts map[int]int     // committed attempts per task
-	resume   map[int]bool    // the task's last committed attempt checkpointed
+	resume   map[int]bool    // the task has a complete save to resume from (see add)
 	killed   map[int]bool    // the task's last committed attempt ended by an expected kill (not its own failure)
 	runtimes []time.Duration // of completed attempts
 	// unfinished is the longest run of an attempt that did not complete
@@ -34,8 +34,12 @@ func (h *history) add(evs []spool.TaskEvent) {
 		if ev.Reason == spool.ReasonDuplicate {
 			continue // a second end of a finished task says nothing about the next attempt
 		}
-		h.resume[ev.Index] = ev.Checkpointed
 		h.killed[ev.Index] = spool.ExpectedKill(ev.Reason)
+		// A save on TERM (exit 99) is complete; it stays the task's until
+		// an attempt fails by itself (then the directory is emptied) or
+		// completes. A later attempt killed before it saved (lost, given
+		// way during its start-up) leaves it as it was.
+		h.resume[ev.Index] = ev.Checkpointed || h.resume[ev.Index] && h.killed[ev.Index]
 		if ev.Reason == spool.ReasonCompleted && !ev.Start.IsZero() && ev.End.After(ev.Start) {
 			h.runtimes = append(h.runtimes, ev.End.Sub(ev.Start))
 		} else if ev.Reason != spool.ReasonCompleted {

@@ -164,6 +164,30 @@ func (f *fixture) commitOnce() {
 	}
 }
 
+// journalTask appends a task event to the job's journal, as gleand
+// commits an attempt.
+func (f *fixture) journalTask(ev spool.TaskEvent) {
+	f.t.Helper()
+	if err := f.recs.Journal(f.rec, spool.Event{Time: time.Now(), Event: "task", Task: &ev}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// savedState makes checkpoints under a fresh root and task 0's directory
+// holding state (as an earlier attempt saved it).
+func (f *fixture) savedState(t *testing.T, state string) (Checkpoints, string) {
+	t.Helper()
+	c := Checkpoints{Spool: f.sp.Dir, Root: filepath.Join(t.TempDir(), "ck"), UID: os.Getuid()}
+	dir := c.TaskDir(testAnchor, 0)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state"), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c, dir
+}
+
 func (f *fixture) events() []spool.TaskEvent {
 	f.t.Helper()
 	evs, err := f.recs.TaskEvents(f.rec.DirName())
