@@ -469,12 +469,14 @@ func (a *Agent) finish(e exited) {
 	a.writing.Add(1)
 	go func() {
 		defer a.writes.Done()
-		if completed {
+		// The checkpoint goes only once the completion is on record: if
+		// the result cannot be written the task runs again, and may
+		// resume from it (a checkpoint left behind goes with the job's).
+		if a.report(r) && completed {
 			if err := a.opt.Checkpoint.completed(a.job.Entry.Anchor, p.task); err != nil {
 				a.opt.Log.Warn("removing a completed task's checkpoint", "task", p.task, "err", err)
 			}
 		}
-		a.report(r)
 		a.writing.Add(-1)
 		select {
 		case a.wrote <- struct{}{}:
@@ -505,16 +507,19 @@ func (a *Agent) awaitTerm(e exited) {
 	}
 }
 
-// report writes a result; if that fails the lease is released so the task
-// is not lost (the daemon then runs it again).
-func (a *Agent) report(r spool.Result) {
+// report writes a result and reports whether it did; if that fails the
+// lease is released so the task is not lost (the daemon then runs it
+// again).
+func (a *Agent) report(r spool.Result) bool {
 	r.Pilot, r.Node = a.opt.Pilot, a.opt.Node
 	if err := a.work.Finish(r); err != nil {
 		a.opt.Log.Error("writing the result; releasing the lease", "task", r.Task, "attempt", r.Attempt, "err", err)
 		if err := a.work.Release(r.Task); err != nil {
 			a.opt.Log.Error("releasing the lease", "task", r.Task, "err", err)
 		}
+		return false
 	}
+	return true
 }
 
 // defaultKillWait is Slurm's default KillWait, assumed when it could not

@@ -465,6 +465,48 @@ func TestGleanShCommit(t *testing.T) {
 	}
 }
 
+// A completed task's checkpoint is removed only once its result is in
+// place: when the result cannot be written (here the results directory is
+// a file), the task runs again, told to resume (its last committed attempt
+// saved on TERM), and must find its directory as it was. It used to be
+// removed first, so the next attempt resumed from an empty directory.
+func TestCompletedCheckpointKeptUntilResult(t *testing.T) {
+	marks := t.TempDir()
+	script := "#!/bin/sh\necho \"attempt=$GLEAN_ATTEMPT restarted=$GLEAN_RESTARTED state=$(cat \"$GLEAN_CHECKPOINT_DIR/state\" 2>/dev/null)\"\n" +
+		"touch \"$MARKS/started.$GLEAN_ATTEMPT\"\nwhile [ ! -e \"$MARKS/go\" ]; do sleep 0.01; done\n"
+	f := newFixture(t, 1, script, []string{"PATH=" + os.Getenv("PATH"), "MARKS=" + marks},
+		func(e *spool.Entry) { e.Glean.Checkpoint = true })
+	c, dir := f.savedState(t, "42")
+	f.journalTask(spool.TaskEvent{Index: 0, Attempt: "a1", Reason: spool.ReasonGiveWay, Checkpointed: true, Exit: spool.CheckpointExit})
+
+	wait := runAgent(t, context.Background(), f.agent("701", 1, func(o *Options) { o.Checkpoint = c }))
+	waitFor(t, "attempt 2 started", func() bool { _, err := os.Stat(filepath.Join(marks, "started.2")); return err == nil })
+	results := filepath.Join(f.work().Dir, spool.ResultsDir)
+	if err := os.Rename(results, results+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(results, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wait() // attempt 2 exited 0; its result could not be written
+	if got, err := os.ReadFile(filepath.Join(dir, "state")); err != nil || string(got) != "42" {
+		t.Errorf("after a completion whose result was not written, the checkpoint holds %q, %v; want it kept", got, err)
+	}
+	if err := os.Remove(results); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(results+".away", results); err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, context.Background(), f.agent("702", 1, func(o *Options) { o.Checkpoint = c }))()
+	if out, want := readFile(t, filepath.Join(f.cwd, "slurm-"+testAnchor+"_0.out")), "attempt=2 restarted=1 state=42\n"; strings.Count(out, want) != 2 {
+		t.Errorf("both runs of attempt 2 should resume from the save; output:\n%s", out)
+	}
+}
+
 // On scancel Slurm TERMs every process of the job and the agent forwards
 // its own TERM: a second TERM during the save must not kill the shell
 // half-way (it once did: the trap restored TERM's default action first).
