@@ -514,7 +514,7 @@ func (a *Agent) report(r spool.Result) bool {
 	r.Pilot, r.Node = a.opt.Pilot, a.opt.Node
 	if err := a.work.Finish(r); err != nil {
 		a.opt.Log.Error("writing the result; releasing the lease", "task", r.Task, "attempt", r.Attempt, "err", err)
-		if err := a.work.Release(r.Task); err != nil {
+		if err := a.work.Release(r.Task, r.Attempt); err != nil {
 			a.opt.Log.Error("releasing the lease", "task", r.Task, "err", err)
 		}
 		return false

@@ -442,13 +442,10 @@ func (w *Work) removeLease(task int, attempt string) error {
 	return nil
 }
 
-// Release gives a lease back without a result (the task never started).
-func (w *Work) Release(task int) error {
-	err := os.Remove(w.LeasePath(task))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+// Release gives attempt's lease back without a result (its result could
+// not be written), unless the task was taken back and leased again.
+func (w *Work) Release(task int, attempt string) error {
+	return w.removeLease(task, attempt)
 }
 
 // Finished reports whether a task is finished on the record.

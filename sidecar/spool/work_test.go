@@ -41,8 +41,9 @@ func TestTakeSyncLater(t *testing.T) {
 
 // A lease is removed only by its own attempt: once the daemon took a task
 // back and another agent leased it again, neither the first attempt's
-// result nor the daemon's removal of the dead lease it read takes the new
-// lease away (a third agent would run the task again).
+// result (or its release when the result cannot be written) nor the
+// daemon's removal of the dead lease it read takes the new lease away (a
+// third agent would run the task again).
 func TestLeaseRemovedOnlyByItsAttempt(t *testing.T) {
 	sp, uid, id, w := newWork(t)
 	if _, err := w.Take([]int{0}, Lease{Attempt: "old", Pilot: "7"}); err != nil {
@@ -64,6 +65,10 @@ func TestLeaseRemovedOnlyByItsAttempt(t *testing.T) {
 		}
 	}
 	if err := w.Finish(Result{Task: 0, Attempt: "old", Outcome: OutcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	leased("new")
+	if err := w.Release(0, "old"); err != nil { // the old attempt's result could not be written
 		t.Fatal(err)
 	}
 	leased("new")
