@@ -84,9 +84,9 @@ type Agent struct {
 
 	lim     Limits // what the agent knows of its allocation so far
 	learned chan learnt
-	// agentAlone: the TERM that stops the agent went to it alone (glean's
-	// give-way, Slurm's time-limit warning), not to its tasks.
-	agentAlone bool
+	// termCause: how the TERM that stopped the agent (ctx) is taken
+	// (stopGrace's cause), decided once: tasksTermed.
+	termCause string
 }
 
 // Limits are what Slurm says about the allocation.
@@ -450,7 +450,7 @@ func (a *Agent) finish(e exited) {
 	// scancel and Slurm's time limit signal the tasks too: one that ends
 	// while the agent is being stopped was stopped with it; not when the
 	// TERM went to the agent alone (a give-way, the time-limit warning).
-	out, exit, sig := outcome(e.state, e.err, p.signaled || a.ctx.Err() != nil && !a.agentAlone)
+	out, exit, sig := outcome(e.state, e.err, p.signaled || a.tasksTermed())
 	r := spool.Result{Task: p.task, Attempt: p.attempt, Start: p.start, End: e.end,
 		Outcome: out, Exit: exit, Signal: sig}
 	if e.state == nil && e.err != nil {
@@ -483,6 +483,22 @@ func (a *Agent) finish(e exited) {
 		default:
 		}
 	}()
+}
+
+// tasksTermed reports whether the TERM that stopped the agent (ctx) went
+// to its tasks too: Slurm signals every process of a job it cancels,
+// while glean's give-way and Slurm's time-limit warning reach the agent
+// alone. Decided at the first ask after the TERM, which may be a task's
+// end before stopAll runs, and kept, so that every task's end is judged
+// alike.
+func (a *Agent) tasksTermed() bool {
+	if a.ctx.Err() == nil {
+		return false
+	}
+	if a.termCause == "" {
+		_, _, _, a.termCause = a.stopGrace(EndSignaled, a.opt.Now())
+	}
+	return a.termCause == "scancel"
 }
 
 // termWindow is how long a task that exited with the checkpoint status
@@ -577,7 +593,9 @@ func (a *Agent) stopGrace(why string, now time.Time) (hold, grace, reserve time.
 func (a *Agent) stopAll(why string) string {
 	log := a.opt.Log
 	hold, grace, reserve, cause := a.stopGrace(why, a.opt.Now())
-	a.agentAlone = cause != "scancel"
+	if why == EndSignaled && a.termCause == "" {
+		a.termCause = cause
+	}
 	if len(a.running) > 0 {
 		log.Info("stopping the running tasks", "why", why, "running", len(a.running), "term_in", hold, "grace", grace,
 			"as", cause, "kill_wait", a.lim.KillWait)
@@ -604,13 +622,7 @@ func (a *Agent) stopAll(why string) string {
 		}
 		wait.Stop()
 	}
-	for _, p := range a.running {
-		if p.lost {
-			continue // KILLed already
-		}
-		p.signaled = true
-		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-	}
+	a.termRunning()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	var reap <-chan time.Time
@@ -639,6 +651,29 @@ func (a *Agent) stopAll(why string) string {
 		}
 	}
 	return a.end(why)
+}
+
+// termRunning sends TERM to every running task's process group. A task
+// that ended by itself before is not one the agent stopped, so that a
+// completion stays a completion: the ends the loop has not taken yet are
+// finished first, and a task that exited but whose end is still on its way
+// is not signalled.
+func (a *Agent) termRunning() {
+	for drained := false; !drained; {
+		select {
+		case e := <-a.done:
+			a.finish(e)
+		default:
+			drained = true
+		}
+	}
+	for _, p := range a.running {
+		if p.lost || exitedAlready(p.pid) {
+			continue // KILLed already, or its end is on its way
+		}
+		p.signaled = true
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	}
 }
 
 // GaveWay reports whether rec records pilot as one glean gave way with

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -736,4 +737,111 @@ func processGone(pid int) bool {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// A task that completed by itself is reported completed when glean gives
+// way with the agent right after (the TERM went to the agent alone),
+// whether its end already waits for the loop or is still on its way from
+// the goroutine that reaped it: stopAll must neither count it as one it
+// stopped nor TERM it. Both used to be reported handed-back (run again).
+func TestStopAllKeepsCompletions(t *testing.T) {
+	for _, onItsWay := range []bool{false, true} {
+		t.Run(fmt.Sprint("on its way ", onItsWay), func(t *testing.T) {
+			f := newFixture(t, 1, "#!/bin/sh\nexit 0\n", nil, nil)
+			a := f.agent("1001", 1, func(o *Options) { o.GaveWay = func() bool { return true } })
+			path, cleanup, err := privateScript(a.job.Script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cleanup()
+			a.script = path
+			ctx, term := context.WithCancel(context.Background())
+			a.ctx = ctx
+			if _, err := a.dispatch(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the task's end", func() bool { return len(a.done) == 1 })
+			term() // glean gives way: TERM to the agent alone, after the task completed
+			if onItsWay {
+				// Reaped, but not yet handed to the loop.
+				e := <-a.done
+				a.termRunning()
+				if e.p.signaled {
+					t.Errorf("a task that had exited was signalled")
+				}
+				a.done <- e
+			}
+			a.stopAll(EndSignaled)
+			res := f.results()
+			if len(res) != 1 || res[0].Outcome != spool.OutcomeExited || res[0].Exit != 0 {
+				t.Errorf("results %+v, want the task exited 0", res)
+			}
+		})
+	}
+}
+
+// Through Run: task 0 exits 99 by itself and the loop waits a moment for
+// a TERM that would make it a checkpoint (awaitTerm); meanwhile task 1
+// completes; then glean gives way. Task 1's completion stays a completion;
+// task 0 exited 99 on its own, as the give-way's TERM reached the agent
+// alone (it used to be judged before the agent knew how it was TERMed).
+func TestStopAllKeepsCompletionsDuringAwaitTerm(t *testing.T) {
+	marks := t.TempDir()
+	script := "#!/bin/sh\necho $$ >\"$MARKS/pid.$SLURM_ARRAY_TASK_ID\"\n" +
+		"while [ ! -e \"$MARKS/go.$SLURM_ARRAY_TASK_ID\" ]; do sleep 0.01; done\n" +
+		"[ \"$SLURM_ARRAY_TASK_ID\" = 0 ] && exit 99\nexit 0\n"
+	f := newFixture(t, 2, script, []string{"PATH=" + os.Getenv("PATH"), "MARKS=" + marks}, nil)
+	ctx, term := context.WithCancel(context.Background())
+	wait := runAgent(t, ctx, f.agent("1401", 2, func(o *Options) { o.GaveWay = func() bool { return true }; o.Idle = time.Hour }))
+	pid0, pid1 := waitPID(t, filepath.Join(marks, "pid.0")), waitPID(t, filepath.Join(marks, "pid.1"))
+	for i, pid := range []int{pid0, pid1} {
+		if err := os.WriteFile(filepath.Join(marks, fmt.Sprint("go.", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprint("task ", i, " reaped"), func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+	}
+	term() // within awaitTerm's second for task 0
+	wait()
+	res := f.results()
+	for _, r := range res {
+		if r.Task == 1 && (r.Outcome != spool.OutcomeExited || r.Exit != 0) {
+			t.Errorf("task 1 exited 0 by itself before the give-way, reported %s exit %d", r.Outcome, r.Exit)
+		}
+		if r.Task == 0 && (r.Outcome != spool.OutcomeExited || r.Exit != spool.CheckpointExit) {
+			t.Errorf("task 0 exited 99 with no TERM sent to it, reported %s exit %d", r.Outcome, r.Exit)
+		}
+	}
+	if len(res) != 2 {
+		t.Errorf("results %+v, want both tasks'", res)
+	}
+}
+
+// exitedAlready tells a child that runs from one that exited, reaped or
+// not, and leaves a zombie to its Wait.
+func TestExitedAlready(t *testing.T) {
+	run := exec.Command("sleep", "60")
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if exitedAlready(run.Process.Pid) {
+		t.Error("a running child: exited")
+	}
+	run.Process.Kill()
+	run.Wait()
+
+	done := exec.Command("true")
+	if err := done.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := done.Process.Pid
+	waitFor(t, "a zombie", func() bool { return processGone(pid) })
+	if !exitedAlready(pid) {
+		t.Error("a zombie: not exited")
+	}
+	if err := done.Wait(); err != nil {
+		t.Errorf("Wait after exitedAlready: %v (the zombie was reaped by it)", err)
+	}
+	if !exitedAlready(pid) {
+		t.Error("a reaped child: not exited")
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/glean-hpc/glean/sidecar/spool"
+	"golang.org/x/sys/unix"
 )
 
 // proc is one running attempt.
@@ -213,6 +214,19 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 		a.done <- exited{p: p, state: cmd.ProcessState, err: err, end: end}
 	}()
 	return p, nil
+}
+
+// exitedAlready reports whether the agent's child pid has exited: a
+// zombie not yet reaped, or one its waiting goroutine reaped already
+// (ECHILD). WNOWAIT leaves the zombie to that goroutine's Wait.
+func exitedAlready(pid int) bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if errors.Is(err, unix.ECHILD) {
+		return true
+	}
+	// Linux zeroes info when no child is waitable (WNOHANG).
+	return err == nil && info.Signo == int32(unix.SIGCHLD)
 }
 
 // retryBusy retries a start that failed with ETXTBSY: another goroutine's
