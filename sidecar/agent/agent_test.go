@@ -845,3 +845,51 @@ func TestExitedAlready(t *testing.T) {
 		t.Error("a reaped child: not exited")
 	}
 }
+
+// A child that leaves the task's process group (setsid, a daemon) does
+// not outlive its attempt: it carries the attempt's GLEAN_ATTEMPT_ID, and
+// the agent KILLs what carries it when the attempt ends, before its result.
+// It used to run on, beside the task's next attempt.
+func TestEscapedChildKilled(t *testing.T) {
+	marks := t.TempDir()
+	script := "#!/bin/sh\nsetsid sh -c 'echo $$ >\"$MARKS/escaped.tmp\"; mv \"$MARKS/escaped.tmp\" \"$MARKS/escaped\"; exec sleep 600' </dev/null >/dev/null 2>&1 &\n" +
+		"while [ ! -e \"$MARKS/escaped\" ]; do sleep 0.01; done\nexit 1\n"
+	f := newFixture(t, 1, script, []string{"PATH=" + os.Getenv("PATH"), "MARKS=" + marks}, nil)
+	runAgent(t, context.Background(), f.agent("1201", 1, nil))()
+	pid := waitPID(t, filepath.Join(marks, "escaped"))
+	t.Cleanup(func() {
+		if !processGone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if res := f.results(); len(res) != 1 || res[0].Exit != 1 {
+		t.Fatalf("results %+v, want the attempt's exit 1", res)
+	}
+	waitFor(t, "the escaped child killed", func() bool { return processGone(pid) })
+}
+
+// killAttempt kills the processes whose environment holds the attempt's
+// marker exactly, not one whose id merely starts the same.
+func TestKillAttemptExactMarker(t *testing.T) {
+	start := func(id string) *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = []string{"A=1", "GLEAN_ATTEMPT_ID=" + id, "Z=2"}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	mine, other := start("0123abcd"), start("0123abcdx")
+	killAttempt("0123abcd")
+	err := mine.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the attempt's process: %v, want killed by SIGKILL", err)
+	}
+	// Alive, it dies of this TERM; had killAttempt KILLed it, of the KILL.
+	other.Process.Signal(syscall.SIGTERM)
+	err = other.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("another attempt's process: %v, want it alive until the test's TERM", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 type TaskVars struct {
 	Task      int
 	Attempt   int    // 1-based
+	AttemptID string // the attempt's id: GLEAN_ATTEMPT_ID, which marks its processes (killAttempt)
 	Restarted bool   // the task has a complete save (history.resume): resume from CkptDir
 	CkptRoot  string // checkpoint.root as expanded for the user ("" = none)
 	CkptDir   string // the task's checkpoint directory
@@ -71,6 +72,9 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	e.set("GLEAN_JOB", j.Entry.Anchor)
 	e.set("GLEAN_TASK_ID", strconv.Itoa(v.Task))
 	e.set("GLEAN_ATTEMPT", strconv.Itoa(v.Attempt))
+	if v.AttemptID != "" {
+		e.set("GLEAN_ATTEMPT_ID", v.AttemptID)
+	}
 	restarted := "0"
 	if v.Restarted {
 		restarted = "1"

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,7 +103,7 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 	paths := TaskPaths(j, vars)
 	ck := a.opt.Checkpoint
 	aware := j.Entry.Glean.Checkpoint
-	tv := TaskVars{Task: task, Attempt: attemptNo, Restarted: a.hist.resume[task], CkptRoot: ck.Root}
+	tv := TaskVars{Task: task, Attempt: attemptNo, AttemptID: attempt, Restarted: a.hist.resume[task], CkptRoot: ck.Root}
 	// A refused checkpoint directory: the task runs without one (no
 	// GLEAN_CHECKPOINT_DIR) and its result says why.
 	ckErr := a.ckErr
@@ -203,6 +205,7 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 		end := time.Now()
 		// What the task left behind goes with it, as at the end of a Slurm job.
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		killAttempt(attempt)
 		if master != nil {
 			select {
 			case <-copied:
@@ -214,6 +217,74 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 		a.done <- exited{p: p, state: cmd.ProcessState, err: err, end: end}
 	}()
 	return p, nil
+}
+
+// killAttempt SIGKILLs every process of the agent's uid whose environment
+// carries attempt's marker (GLEAN_ATTEMPT_ID=<attempt>, exactly): a child
+// that left the task's process group (setsid, a daemon) would otherwise
+// outlive its attempt, and run on beside the task's next one. It scans
+// again while it finds some (they may have forked meanwhile). A process
+// that both left the group and cleared its environment escapes until the
+// pilot ends (Slurm's cgroup then takes it). Unreadable entries and
+// processes that exit meanwhile are skipped.
+func killAttempt(attempt string) {
+	marker := []byte("GLEAN_ATTEMPT_ID=" + attempt)
+	uid, self := os.Getuid(), os.Getpid()
+	for round := 0; round < maxKillRounds; round++ {
+		names, err := readNames("/proc")
+		if err != nil {
+			return
+		}
+		killed := 0
+		for _, n := range names {
+			pid, err := strconv.Atoi(n)
+			if err != nil || pid == self {
+				continue
+			}
+			var st syscall.Stat_t
+			if syscall.Stat("/proc/"+n, &st) != nil || int(st.Uid) != uid {
+				continue
+			}
+			if killMarked(pid, marker) {
+				killed++
+			}
+		}
+		if killed == 0 {
+			return
+		}
+	}
+}
+
+const maxKillRounds = 8
+
+// killMarked SIGKILLs pid if its environment holds marker as an entry. A
+// pidfd, where the kernel has them (5.3), makes sure the process killed is
+// the one whose environment was read, not a later one with its pid.
+func killMarked(pid int, marker []byte) bool {
+	fd, ferr := unix.PidfdOpen(pid, 0)
+	if ferr == nil {
+		defer unix.Close(fd)
+	} else if !errors.Is(ferr, unix.ENOSYS) {
+		return false // gone already
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(e []byte) bool { return bytes.Equal(e, marker) }) {
+		return false
+	}
+	if ferr == nil {
+		return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
+	}
+	return syscall.Kill(pid, syscall.SIGKILL) == nil
+}
+
+// readNames lists a directory's names.
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }
 
 // exitedAlready reports whether the agent's child pid has exited: a
