@@ -503,6 +503,39 @@ func TestTaskEnvList(t *testing.T) {
 	}
 }
 
+// A task sees the task counts sbatch puts into a plain array element's
+// environment: SLURM_NTASKS and SLURM_NPROCS for -n (an srun in the task
+// starts that many tasks), SLURM_NTASKS_PER_NODE for --ntasks-per-node;
+// none without the option. The pilot's own do not override them.
+func TestTaskEnvNTasks(t *testing.T) {
+	pilot := []string{"SLURM_JOB_ID=77", "SLURM_NTASKS=1", "SLURM_NPROCS=1"}
+	for _, tc := range []struct {
+		name string
+		opts []spool.Opt
+		res  spool.Resources
+		want map[string]string // "" = absent
+	}{
+		{"-n 4", []spool.Opt{{Name: "ntasks", Value: "4"}}, spool.Resources{CPUsPerTask: 1, NTasks: 4, CPUs: 4},
+			map[string]string{"SLURM_NTASKS": "4", "SLURM_NPROCS": "4", "SLURM_NTASKS_PER_NODE": ""}},
+		{"--ntasks-per-node=2", []spool.Opt{{Name: "ntasks-per-node", Value: "2"}}, spool.Resources{CPUsPerTask: 1, NTasks: 2, CPUs: 2},
+			map[string]string{"SLURM_NTASKS_PER_NODE": "2"}},
+		{"-n 6 --ntasks-per-node=6 -c 2", []spool.Opt{{Name: "ntasks", Value: "6"}, {Name: "ntasks-per-node", Value: "6"}, {Name: "cpus-per-task", Value: "2"}},
+			spool.Resources{CPUsPerTask: 2, NTasks: 6, CPUs: 12},
+			map[string]string{"SLURM_NTASKS": "6", "SLURM_NPROCS": "6", "SLURM_NTASKS_PER_NODE": "6", "SLURM_CPUS_PER_TASK": "2"}},
+		{"no -n", nil, spool.Resources{CPUsPerTask: 1, NTasks: 1, CPUs: 1}, map[string]string{"SLURM_NTASKS_PER_NODE": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &Job{Entry: &spool.Entry{Anchor: "1", Name: "n", Cwd: "/w", Export: "ALL", Options: tc.opts, Resources: tc.res}}
+			env := TaskEnv(j, pilot, TaskVars{Task: 0, Attempt: 1})
+			for k, want := range tc.want {
+				if got, ok := lookupEnv(env, k); got != want || ok != (want != "") {
+					t.Errorf("%s = %q (set %v), want %q", k, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
 // SLURM_EXPORT_ENV in a task is what plain Slurm gives the batch script
 // (measured on 22.05), never the pilot's NONE: absent for --export=ALL (an
 // srun in the task passes the user's environment on), the submission's

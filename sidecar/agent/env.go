@@ -60,6 +60,18 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	if hasOption(j.Entry, "cpus-per-task") {
 		e.set("SLURM_CPUS_PER_TASK", strconv.Itoa(j.Entry.Resources.CPUsPerTask))
 	}
+	// As sbatch sets them for a job given -n or --ntasks-per-node (an srun
+	// in the task takes its task count from them); the pilot has neither.
+	if hasOption(j.Entry, "ntasks") {
+		n := strconv.Itoa(j.Entry.Resources.NTasks)
+		e.set("SLURM_NTASKS", n)
+		e.set("SLURM_NPROCS", n)
+	}
+	if v, ok := optionValue(j.Entry, "ntasks-per-node"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			e.set("SLURM_NTASKS_PER_NODE", strconv.Itoa(n))
+		}
+	}
 	if a := j.Entry.Array; a != nil {
 		idx := j.Entry.TaskIndices()
 		e.set("SLURM_ARRAY_JOB_ID", j.Entry.Anchor)
@@ -133,12 +145,18 @@ func arrayStep(idx []int) int {
 }
 
 func hasOption(e *spool.Entry, name string) bool {
+	_, ok := optionValue(e, name)
+	return ok
+}
+
+// optionValue is the value of an option in force in the submission.
+func optionValue(e *spool.Entry, name string) (string, bool) {
 	for _, o := range e.Options {
 		if o.Name == name {
-			return true
+			return o.Value, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // envBuilder keeps variables in first-set order, later sets winning.
