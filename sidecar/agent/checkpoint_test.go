@@ -325,6 +325,26 @@ func TestGleanShOutsideGlean(t *testing.T) {
 	}
 }
 
+// GLEAN_* variables the agent owns, captured from the submitting shell (a
+// job submitted from inside another glean task), do not reach the task:
+// without a checkpoint directory of its own it would have used that task's
+// (glean_checkpoint_dir takes GLEAN_CHECKPOINT_DIR first). The user's
+// GLEAN_DIR and GLEAN_BATCH (glean_items outside glean) stay.
+func TestTaskEnvDropsCapturedGleanVars(t *testing.T) {
+	captured := []string{"GLEAN_JOB=999", "GLEAN_TASK_ID=3", "GLEAN_ATTEMPT=7", "GLEAN_ATTEMPT_ID=feedface",
+		"GLEAN_RESTARTED=1", "GLEAN_CHECKPOINT_DIR=/home/u/.glean/checkpoints/999/3", "GLEAN_CHECKPOINT_ROOT=/home/u/ck",
+		"GLEAN_ITEMS=/spool/other/items", "GLEAN_DIR=/data", "GLEAN_BATCH=4"}
+	j := &Job{Entry: &spool.Entry{Anchor: testAnchor, Export: "ALL"}, Env: captured}
+	env := TaskEnv(j, nil, TaskVars{Task: 0, Attempt: 1})
+	for k, want := range map[string]string{"GLEAN_JOB": testAnchor, "GLEAN_TASK_ID": "0", "GLEAN_ATTEMPT": "1",
+		"GLEAN_RESTARTED": "0", "GLEAN_DIR": "/data", "GLEAN_BATCH": "4",
+		"GLEAN_ATTEMPT_ID": "", "GLEAN_CHECKPOINT_DIR": "", "GLEAN_CHECKPOINT_ROOT": "", "GLEAN_ITEMS": ""} {
+		if got, ok := lookupEnv(env, k); got != want || ok != (want != "") {
+			t.Errorf("%s = %q (set %v), want %q", k, got, ok, want)
+		}
+	}
+}
+
 func TestTaskEnvCheckpointVars(t *testing.T) {
 	j := &Job{Entry: &spool.Entry{Anchor: testAnchor, Export: "ALL"}}
 	env := TaskEnv(j, nil, TaskVars{Task: 3, Attempt: 2, Restarted: true, CkptRoot: "/r", CkptDir: "/r/4242/3"})

@@ -30,7 +30,11 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	keep := exportFilter(j.Entry.Export)
 	for _, kv := range j.Env {
 		k, val, _ := strings.Cut(kv, "=")
-		if keep(k) && !strings.HasPrefix(k, "SLURM_ARRAY_") {
+		// The agent's own GLEAN_* say what it gave this attempt: one
+		// captured from the submitting shell (a job submitted from inside
+		// a glean task) would name another task's, e.g. its checkpoint
+		// directory where the agent gave this one none.
+		if keep(k) && !strings.HasPrefix(k, "SLURM_ARRAY_") && !agentVars[k] {
 			e.set(k, val)
 		}
 	}
@@ -107,6 +111,14 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	}
 	return e.list()
 }
+
+// agentVars are the GLEAN_* variables the agent sets (or leaves unset) for
+// a task. GLEAN_DIR and GLEAN_BATCH are not among them: a user may set them
+// for glean_items where glean is absent (GLEAN_BATCH is the agent's, and
+// set, only for a data-folder job).
+var agentVars = map[string]bool{"GLEAN_JOB": true, "GLEAN_TASK_ID": true, "GLEAN_ATTEMPT": true,
+	"GLEAN_ATTEMPT_ID": true, "GLEAN_RESTARTED": true, "GLEAN_CHECKPOINT_DIR": true, "GLEAN_CHECKPOINT_ROOT": true,
+	"GLEAN_ITEMS": true}
 
 // lookupEnv finds k in a KEY=VALUE list.
 func lookupEnv(env []string, k string) (string, bool) {
