@@ -109,7 +109,7 @@ _glean_safe_dir() {
 			return 1
 			;;
 		esac
-		_gs_cur= _gs_rest=${_gs_path#/} _gs_again=
+		_gs_cur='' _gs_rest=${_gs_path#/} _gs_again=''
 		_gs_rootonly=1 _gs_mine=0 # the parent: root's, nobody else writes; after a sticky one: must be yours
 		while [ -n "$_gs_rest" ]; do
 			_gs_name=${_gs_rest%%/*}
