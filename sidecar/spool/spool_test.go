@@ -313,3 +313,41 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check created the missing spool: %v", err)
 	}
 }
+
+// mkdirExact gives a directory its exact permission and sticky bits under
+// a restrictive umask, keeps the setgid bit it inherits, and leaves the
+// process's umask alone.
+func TestMkdirExactModes(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	parent := filepath.Join(t.TempDir(), "p")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Chmod(parent, 0o2770); err != nil { // os.Chmod's FileMode has no 0o2000
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mode uint32
+		want os.FileMode
+	}{
+		{"group", 0o2770, os.ModeDir | os.ModeSetgid | 0o770},
+		{"sticky", 0o1733, os.ModeDir | os.ModeSetgid | os.ModeSticky | 0o733},
+		{"plain", 0o755, os.ModeDir | os.ModeSetgid | 0o755},
+	} {
+		d := filepath.Join(parent, tc.name)
+		if err := mkdirExact(d, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := os.Lstat(d); err != nil || st.Mode() != tc.want {
+			t.Errorf("%s: mode %v (%v), want %v", tc.name, st.Mode(), err, tc.want)
+		}
+	}
+	if err := mkdirExact(filepath.Join(parent, "group"), 0o2770); !errors.Is(err, os.ErrExist) {
+		t.Errorf("existing directory: %v, want EEXIST", err)
+	}
+	if got := syscall.Umask(0o077); got != 0o077 {
+		t.Errorf("umask after mkdirExact %#o, want 0o077", got)
+	}
+}
