@@ -49,27 +49,12 @@ func (s *Spool) EnsureUserDirs(uid int) error {
 	return nil
 }
 
-// mkdirExact creates dir with exactly mode's permission and sticky bits
-// (the caller's umask would otherwise take the group's), keeping the setgid
-// bit it inherits from its parent (mkdir never sets it from mode). It sets
-// them with fchmod, not by changing the umask: the umask is the process's,
-// and another goroutine may be creating files meanwhile (an agent starts
-// tasks under the submission's umask), which would get the wrong mode, and
-// two such changes interleaved leave the process with the wrong umask.
+// mkdirExact creates dir with exactly mode (the caller's umask would
+// otherwise take the group's bits).
 func mkdirExact(dir string, mode uint32) error {
-	if err := syscall.Mkdir(dir, mode&0o1777); err != nil {
-		return err
-	}
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return err
-	}
-	return syscall.Fchmod(fd, mode&0o1777|st.Mode&syscall.S_ISGID)
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	return syscall.Mkdir(dir, mode)
 }
 
 // Pending is an entry being written: its files are in a temporary directory
