@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/glean-hpc/glean/sidecar/internal/umask"
 	"github.com/glean-hpc/glean/sidecar/spool"
 	"golang.org/x/sys/unix"
 )
@@ -118,8 +119,9 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 	}
 	env := TaskEnv(j, a.opt.Env, tv)
 
-	old := syscall.Umask(submissionUmask(j.Env))
-	defer syscall.Umask(old)
+	// The task's files and process get the submission's umask; the
+	// process's, so held against the spool's own changes (internal/umask).
+	defer umask.Hold(submissionUmask(j.Env))()
 	// A task run again after a hand-back keeps its earlier output, as a
 	// requeued Slurm job does.
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/glean-hpc/glean/sidecar/internal/umask"
 )
 
 // The wrapper's side: it runs as the submitting user and writes only under
@@ -50,10 +52,11 @@ func (s *Spool) EnsureUserDirs(uid int) error {
 }
 
 // mkdirExact creates dir with exactly mode (the caller's umask would
-// otherwise take the group's bits).
+// otherwise take the group's bits). Through the umask, not a chmod after
+// mkdir: a user outside the directory's group (users/<uid>, created by the
+// wrapper) would lose the setgid bit it inherits on a chmod.
 func mkdirExact(dir string, mode uint32) error {
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
+	defer umask.Hold(0)()
 	return syscall.Mkdir(dir, mode)
 }
 

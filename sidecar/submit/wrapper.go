@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/glean-hpc/glean/sidecar/config"
+	"github.com/glean-hpc/glean/sidecar/internal/umask"
 	"github.com/glean-hpc/glean/sidecar/slurm"
 	"github.com/glean-hpc/glean/sidecar/spool"
 )
@@ -187,12 +188,9 @@ func withUmask(env []string, mask int) []string {
 	return append(env[:len(env):len(env)], fmt.Sprintf("SLURM_UMASK=%04o", mask&0o777))
 }
 
-// currentUmask reads the process's umask (setting it back at once).
-func currentUmask() int {
-	m := syscall.Umask(0o022)
-	syscall.Umask(m)
-	return m
-}
+// currentUmask reads the process's umask (internal/umask: never while the
+// spool's code has it changed).
+func currentUmask() int { return umask.Current() }
 
 // elastic reports whether the submission is elastic: --glean in any layer,
 // or a partition the site marks elastic.

@@ -328,7 +328,7 @@ func TestElasticRefusalsLeaveNothing(t *testing.T) {
 		{"hold", []string{"--hold", "calib.sh"}, nil, 1, "sbatch: error: glean: --hold: the id is an anchor job"},
 		{"bad glean key", []string{"--glean=colour=red", "calib.sh"}, nil, 255, `sbatch: error: glean: --glean=colour=red: unknown key "colour"`},
 		{"thesis", []string{"--glean=mode=thesis", "calib.sh"}, nil, 1, "sbatch: error: glean: --glean=mode=thesis: mode=thesis is for admins"},
-		{"bad option", []string{"--glean", "--bogus", "calib.sh"}, nil, 255, "sbatch: unrecognized option '--bogus'"},
+		{"bad option", []string{"--glean", "--bogus", "calib.sh"}, nil, 255, "sbatch: error: glean: glean's sbatch wrapper does not know the option --bogus"},
 		{"shadow rejected by Slurm (MaxArraySize)", []string{"--array=0-5000", "calib.sh"}, nil, 1, "sbatch: error: Batch job submission failed: Invalid job array specification"},
 		{"shadow rejected by Slurm (partition)", []string{"-p", "nosuch", "calib.sh"}, nil, 1, "sbatch: error: invalid partition specified: nosuch"},
 		{"anchor rejected by Slurm", []string{"--glean=mode=scavenger", "calib.sh"}, []string{"GLEAN_CONFIG=" + noanchor}, 1, "sbatch: error: invalid partition specified: nosuch"},
