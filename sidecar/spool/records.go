@@ -253,11 +253,13 @@ type Records struct {
 
 // Check tells, without creating anything, whether Dir can be the daemon's
 // spool: it exists and is a directory, and holds Init's layout (users/ and
-// jobs/ directories) or, if fresh is true, nothing yet (as tmpfiles.d or the
-// package's %post create it, for Init to lay out at the daemon's first
-// start; lost+found and names starting with '.' do not count). Anything else
-// is not a glean spool: most likely a typo or a parent directory in
-// spool.dir, where the daemon would otherwise start on an empty spool.
+// jobs/ directories) or, if fresh is true, nothing but what Init makes
+// (empty, as tmpfiles.d or the package's %post create it, or laid out part
+// of the way by an Init that failed or was killed: Init finishes it at the
+// daemon's next start; lost+found and names starting with '.' do not
+// count). Anything else is not a glean spool: most likely a typo or a
+// parent directory in spool.dir, where the daemon would otherwise start on
+// an empty spool.
 func (s *Spool) Check(fresh bool) error {
 	st, err := os.Stat(s.Dir)
 	switch {
@@ -281,17 +283,23 @@ func (s *Spool) Check(fresh bool) error {
 	if err != nil {
 		return err
 	}
-	empty := true
+	empty, initOnly := true, true
 	for _, e := range names {
-		if n := e.Name(); n != "lost+found" && !strings.HasPrefix(n, ".") {
+		switch n := e.Name(); {
+		case n == "lost+found" || strings.HasPrefix(n, "."):
+		case (n == UsersDir || n == JobsDir || n == EndedDir) && e.IsDir():
 			empty = false
+		default:
+			empty, initOnly = false, false
 		}
 	}
 	switch {
-	case empty && fresh:
+	case initOnly && fresh:
 		return nil
 	case empty:
 		return fmt.Errorf("%s is empty, not a glean spool (no %s/ and %s/ in it)", s.Dir, UsersDir, JobsDir)
+	case initOnly:
+		return fmt.Errorf("%s is a glean spool laid out only in part (no %s/ and %s/ both): gleand finishes it when it starts there", s.Dir, UsersDir, JobsDir)
 	}
 	return fmt.Errorf("%s is not a glean spool: it has no %s/ and %s/ but holds other files", s.Dir, UsersDir, JobsDir)
 }

@@ -297,7 +297,12 @@ func TestCheck(t *testing.T) {
 		{"fresh with lost+found", mk("fs", "lost+found", ".snapshot"), true, ""},
 		{"fresh where a spool must be", mk("fresh2"), false, "is empty, not a glean spool"},
 		{"another directory", mk("home", "alice"), true, "is not a glean spool: it has no users/ and jobs/"},
-		{"half a spool", mk("half", UsersDir), true, "is not a glean spool"},
+		// Init stopped part-way (its chgrp of users/ refused, or killed):
+		// the next start finishes the layout, so the check lets it.
+		{"half a spool, fresh allowed", mk("half", UsersDir), true, ""},
+		{"half a spool with ended/", mk("half2", UsersDir, EndedDir), true, ""},
+		{"half a spool where a spool must be", mk("half3", UsersDir), false, "laid out only in part"},
+		{"half a spool and other files", mk("half4", UsersDir, "alice"), true, "is not a glean spool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := (&Spool{Dir: tc.dir}).Check(tc.fresh)
