@@ -926,3 +926,29 @@ func TestKillAttemptExactMarker(t *testing.T) {
 		t.Errorf("another attempt's process: %v, want it alive until the test's TERM", err)
 	}
 }
+
+// jobScope tells processes of one Slurm job (any step) from another job's
+// and, without Slurm's cgroups, compares whole files.
+func TestJobScope(t *testing.T) {
+	v2 := func(p string) []byte { return []byte("0::" + p + "\n") }
+	v1 := func(job string) []byte {
+		return []byte("12:freezer:/slurm/uid_1000/job_" + job + "/step_batch\n4:memory:/slurm/uid_1000/job_" + job + "/step_batch/task_0\n1:name=systemd:/system.slice/slurmd.service\n")
+	}
+	for _, tc := range []struct {
+		name string
+		a, b []byte
+		same bool
+	}{
+		{"v2 one job, two steps", v2("/system.slice/slurmstepd.scope/job_42/step_batch/user/task_0"), v2("/system.slice/slurmstepd.scope/job_42/step_0/user/task_0"), true},
+		{"v2 two jobs", v2("/system.slice/slurmstepd.scope/job_42/step_batch/user/task_0"), v2("/system.slice/slurmstepd.scope/job_43/step_batch/user/task_0"), false},
+		{"v2 job_4 is not job_42", v2("/system.slice/slurmstepd.scope/job_4/step_batch"), v2("/system.slice/slurmstepd.scope/job_42/step_batch"), false},
+		{"v1 one job", v1("42"), v1("42"), true},
+		{"v1 two jobs", v1("42"), v1("7"), false},
+		{"no Slurm cgroups, same", v2("/system.slice/slurmd.service"), v2("/system.slice/slurmd.service"), true},
+		{"no Slurm cgroups, another", v2("/system.slice/slurmd.service"), v2("/user.slice/user-1000.slice/session-3.scope"), false},
+	} {
+		if got := jobScope(tc.a) == jobScope(tc.b); got != tc.same {
+			t.Errorf("%s: same job %v (%q, %q), want %v", tc.name, got, jobScope(tc.a), jobScope(tc.b), tc.same)
+		}
+	}
+}

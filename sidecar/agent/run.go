@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,11 +228,19 @@ func (a *Agent) launch(task, attemptNo int, attempt string, now time.Time) (*pro
 // outlive its attempt, and run on beside the task's next one. It scans
 // again while it finds some (they may have forked meanwhile). A process
 // that both left the group and cleared its environment escapes until the
-// pilot ends (Slurm's cgroup then takes it). Unreadable entries and
-// processes that exit meanwhile are skipped.
+// pilot ends (Slurm's cgroup then takes it). Only processes of the
+// agent's own Slurm job are candidates (jobScope): the marker is inherited
+// by whatever the task starts, a job it submits included, which may run
+// on this node as the same user and must not die with the attempt.
+// Unreadable entries and processes that exit meanwhile are skipped.
 func killAttempt(attempt string) {
 	marker := []byte("GLEAN_ATTEMPT_ID=" + attempt)
 	uid, self := os.Getuid(), os.Getpid()
+	scope, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return
+	}
+	mine := jobScope(scope)
 	for round := 0; round < maxKillRounds; round++ {
 		names, err := readNames("/proc")
 		if err != nil {
@@ -247,6 +256,9 @@ func killAttempt(attempt string) {
 			if syscall.Stat("/proc/"+n, &st) != nil || int(st.Uid) != uid {
 				continue
 			}
+			if cg, err := os.ReadFile("/proc/" + n + "/cgroup"); err != nil || jobScope(cg) != mine {
+				continue
+			}
 			if killMarked(pid, marker) {
 				killed++
 			}
@@ -258,6 +270,22 @@ func killAttempt(attempt string) {
 }
 
 const maxKillRounds = 8
+
+// slurmJob finds the job_<id> component that Slurm's cgroup plugins put in
+// a job's cgroup paths (v1 and v2: .../job_42/step_batch/...).
+var slurmJob = regexp.MustCompile(`/job_[0-9]+(/|\n|$)`)
+
+// jobScope is what of a process's /proc/<pid>/cgroup tells its Slurm job:
+// the job_<id> component where Slurm's cgroup plugins put one (the steps
+// of one job, srun's included, share it), else the whole file (no cgroup
+// tracking, or a test outside Slurm: every process of the node's slurmd
+// or of the test shares it).
+func jobScope(cgroup []byte) string {
+	if m := slurmJob.Find(cgroup); m != nil {
+		return strings.TrimRight(string(m), "/\n")
+	}
+	return string(cgroup)
+}
 
 // killMarked SIGKILLs pid if its environment holds marker as an entry. A
 // pidfd, where the kernel has them (5.3), makes sure the process killed is
