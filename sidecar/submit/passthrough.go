@@ -132,10 +132,14 @@ func fileHead(path string, n int) []byte {
 	return head[:k]
 }
 
+// DefaultSbatch is where Slurm's packages install sbatch: FindRealSbatch's
+// last resort.
+var DefaultSbatch = "/usr/bin/sbatch"
+
 // FindRealSbatch returns the real sbatch: configured (an absolute path),
 // else the first executable "sbatch" in PATH that is not in the wrapper's
 // own directory, is not the wrapper itself and is not another glean
-// wrapper. self is the wrapper's path ("" if unknown); the visited paths
+// wrapper, else DefaultSbatch. self is the wrapper's path ("" if unknown); the visited paths
 // (VisitedEnv) are skipped.
 func FindRealSbatch(configured, path, self string, visited []string) (string, error) {
 	if configured != "" && !isVisited(configured, visited) {
@@ -171,6 +175,13 @@ func FindRealSbatch(configured, path, self string, visited []string) (string, er
 			continue
 		}
 		return cand, nil
+	}
+	// Where the old shell wrapper looked last, and Slurm's packages put
+	// it: a PATH of glean's wrapper alone (a login's minimal PATH) must
+	// not break plain sbatch.
+	if st, err := os.Stat(DefaultSbatch); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 &&
+		!isGleanWrapper(DefaultSbatch, self) && !isVisited(DefaultSbatch, visited) {
+		return DefaultSbatch, nil
 	}
 	if len(visited) > 0 {
 		return "", fmt.Errorf("no sbatch in PATH besides glean's wrapper and %s, which ran glean's again", strings.Join(visited, ", "))

@@ -57,3 +57,33 @@ func TestFindRealSbatchBadConfigFallsBack(t *testing.T) {
 		t.Fatalf("a valid configured path: %q, %v", got, err)
 	}
 }
+
+// With no sbatch in PATH but glean's wrapper (a minimal PATH), the real
+// one is Slurm's package's, as the old shell wrapper found it; a glean
+// wrapper there, or one already visited, is never taken.
+func TestFindRealSbatchDefault(t *testing.T) {
+	old := DefaultSbatch
+	t.Cleanup(func() { DefaultSbatch = old })
+	dir, wrappers := t.TempDir(), t.TempDir()
+	self := filepath.Join(wrappers, "sbatch")
+	if err := os.WriteFile(self, []byte("#!/usr/bin/glean sbatch-wrapper\n# "+WrapperMarker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	DefaultSbatch = filepath.Join(dir, "sbatch")
+	if _, err := FindRealSbatch("", wrappers, self, nil); err == nil {
+		t.Fatal("found an sbatch where there is none")
+	}
+	if err := os.WriteFile(DefaultSbatch, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FindRealSbatch("", wrappers, self, nil); err != nil || got != DefaultSbatch {
+		t.Errorf("FindRealSbatch = %q, %v; want %s", got, err, DefaultSbatch)
+	}
+	if got, err := FindRealSbatch("", wrappers, self, []string{DefaultSbatch}); err == nil {
+		t.Errorf("a visited %s taken again: %q", DefaultSbatch, got)
+	}
+	DefaultSbatch = self
+	if got, err := FindRealSbatch("", "", self, nil); err == nil {
+		t.Errorf("glean's wrapper taken for the real sbatch: %q", got)
+	}
+}
