@@ -112,6 +112,13 @@ func TestMakeInstall(t *testing.T) {
 					t.Errorf("%s: missing or not executable (%v)", p, err)
 				}
 			}
+			// The wrapper is a #! line naming the installed glean: a wrong
+			// one would break every plain sbatch on the cluster.
+			if w, err := os.ReadFile(at(tc.share + "/wrappers/sbatch")); err != nil ||
+				!strings.HasPrefix(string(w), "#!"+tc.bin+"/glean sbatch-wrapper\n") {
+				first, _, _ := strings.Cut(string(w), "\n")
+				t.Errorf("the installed wrapper's first line is %q (%v), want #!%s/glean sbatch-wrapper", first, err, tc.bin)
+			}
 			// glean sim's default workload is built in: it runs from a
 			// directory with no ../shared/workloads above.
 			sim := exec.Command(at(filepath.Join(tc.bin, "glean")), "sim", "--mode", "slurm")
