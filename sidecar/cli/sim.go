@@ -281,6 +281,12 @@ func loadWorkload(name, format string, nodes, ppn int, since time.Time, strict b
 	case format == "sacct":
 		fmt.Fprintf(stderr, "glean sim: warning: %s: sacct does not record the machine's size; simulating on %d nodes, the largest job's (give --nodes)\n", path, w.Nodes)
 	}
+	if format == "sacct" && since.IsZero() {
+		// sacct -S also lists the jobs still running at -S: the first
+		// Start may be well before the period, where the history holds
+		// only those jobs, and utilization comes out low.
+		fmt.Fprintf(stderr, "glean sim: warning: %s: no --since: the period starts at the first job's start, %s; give sacct's -S date as --since\n", path, w.Start.UTC().Format(time.RFC3339))
+	}
 	for _, j := range w.Jobs {
 		if j.Nodes > w.Nodes {
 			return nil, fmt.Errorf("%s:%d: job %d needs %d nodes, more than the machine's %d; give the machine's node count with --nodes", path, j.Line, j.ID, j.Nodes, w.Nodes)

@@ -180,6 +180,11 @@ func TestSimSacctHeld(t *testing.T) {
 			if want := "1 of them submitted before time 0 (" + tc.start + ") and moved to it"; !strings.Contains(out.String(), want) {
 				t.Errorf("text report lacks %q:\n%s", want, out.String())
 			}
+			// Without --since the period's start is a guess: said once per run.
+			warned := strings.Count(errb.String(), "no --since: the period starts at the first job's start, 2024-01-01T00:00:00Z")
+			if want := map[bool]int{true: 2, false: 0}[tc.args == nil]; warned != want {
+				t.Errorf("%d warnings about --since in %q, want %d", warned, errb.String(), want)
+			}
 		})
 	}
 	var out, errb bytes.Buffer
