@@ -508,7 +508,10 @@ func TestTaskEnvList(t *testing.T) {
 // starts that many tasks), SLURM_NTASKS_PER_NODE for --ntasks-per-node;
 // none without the option. The pilot's own do not override them.
 func TestTaskEnvNTasks(t *testing.T) {
-	pilot := []string{"SLURM_JOB_ID=77", "SLURM_NTASKS=1", "SLURM_NPROCS=1"}
+	// What sbatch 22.05 sets, measured on the loopback cluster (one node):
+	// -n 2: NTASKS, NPROCS and TASKS_PER_NODE 2; --ntasks-per-node=2 alone:
+	// the same and NTASKS_PER_NODE 2; -c 2 alone: none of the counts.
+	pilot := []string{"SLURM_JOB_ID=77", "SLURM_NTASKS=1", "SLURM_NPROCS=1", "SLURM_TASKS_PER_NODE=1"}
 	for _, tc := range []struct {
 		name string
 		opts []spool.Opt
@@ -516,9 +519,9 @@ func TestTaskEnvNTasks(t *testing.T) {
 		want map[string]string // "" = absent
 	}{
 		{"-n 4", []spool.Opt{{Name: "ntasks", Value: "4"}}, spool.Resources{CPUsPerTask: 1, NTasks: 4, CPUs: 4},
-			map[string]string{"SLURM_NTASKS": "4", "SLURM_NPROCS": "4", "SLURM_NTASKS_PER_NODE": ""}},
+			map[string]string{"SLURM_NTASKS": "4", "SLURM_NPROCS": "4", "SLURM_TASKS_PER_NODE": "4", "SLURM_NTASKS_PER_NODE": ""}},
 		{"--ntasks-per-node=2", []spool.Opt{{Name: "ntasks-per-node", Value: "2"}}, spool.Resources{CPUsPerTask: 1, NTasks: 2, CPUs: 2},
-			map[string]string{"SLURM_NTASKS_PER_NODE": "2"}},
+			map[string]string{"SLURM_NTASKS": "2", "SLURM_NPROCS": "2", "SLURM_TASKS_PER_NODE": "2", "SLURM_NTASKS_PER_NODE": "2"}},
 		{"-n 6 --ntasks-per-node=6 -c 2", []spool.Opt{{Name: "ntasks", Value: "6"}, {Name: "ntasks-per-node", Value: "6"}, {Name: "cpus-per-task", Value: "2"}},
 			spool.Resources{CPUsPerTask: 2, NTasks: 6, CPUs: 12},
 			map[string]string{"SLURM_NTASKS": "6", "SLURM_NPROCS": "6", "SLURM_NTASKS_PER_NODE": "6", "SLURM_CPUS_PER_TASK": "2"}},

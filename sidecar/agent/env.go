@@ -66,10 +66,14 @@ func TaskEnv(j *Job, agentEnv []string, v TaskVars) []string {
 	}
 	// As sbatch sets them for a job given -n or --ntasks-per-node (an srun
 	// in the task takes its task count from them); the pilot has neither.
-	if hasOption(j.Entry, "ntasks") {
+	// Measured on the loopback 22.05: --ntasks-per-node=2 alone gives
+	// SLURM_NTASKS=2 and SLURM_NPROCS=2 too, and on one node
+	// SLURM_TASKS_PER_NODE is the task count (the pilot's says 1).
+	if hasOption(j.Entry, "ntasks") || hasOption(j.Entry, "ntasks-per-node") {
 		n := strconv.Itoa(j.Entry.Resources.NTasks)
 		e.set("SLURM_NTASKS", n)
 		e.set("SLURM_NPROCS", n)
+		e.set("SLURM_TASKS_PER_NODE", n)
 	}
 	if v, ok := optionValue(j.Entry, "ntasks-per-node"); ok {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
