@@ -394,7 +394,7 @@ func (in *Intake) takeIn(ctx context.Context, obs *Observation, f spool.Incoming
 		return spool.StateCancelled
 	}
 
-	if Started(aj.State) {
+	if slurm.JobStarted(aj.State) {
 		// Released by its owner before glean took it in (or a job of
 		// theirs made to look like one): it can no longer be held, and
 		// every round's hold would fail. Release skips a job not pending.

@@ -137,16 +137,5 @@ func clip(s string) string {
 	return s
 }
 
-// Started reports whether a job that has not ended has started (or is
-// between its start and its end): it is no longer pending, and Slurm
-// refuses to hold it.
-func Started(state string) bool {
-	switch state {
-	case "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED":
-		return true
-	}
-	return false
-}
-
 // Ended reports whether a job state is final (slurm.JobEnded).
 func Ended(state string) bool { return slurm.JobEnded(state) }

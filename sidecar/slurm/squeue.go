@@ -238,6 +238,17 @@ func JobEnded(state string) bool {
 	return true
 }
 
+// JobStarted reports whether a job state as squeue prints it (%T) is one
+// of a job that started and has not ended (or is between its start and
+// its end): no longer pending, and Slurm refuses to hold it.
+func JobStarted(state string) bool {
+	switch state {
+	case "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED":
+		return true
+	}
+	return false
+}
+
 // validID accepts a positive decimal job id.
 func validID(s string) bool {
 	n, ok := parseDigits(s, 18)
