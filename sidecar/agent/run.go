@@ -242,12 +242,13 @@ func killAttempt(attempt string) {
 	}
 	mine := jobScope(scope)
 	for round := 0; round < maxKillRounds; round++ {
-		names, err := readNames("/proc")
+		procs, err := os.ReadDir("/proc")
 		if err != nil {
 			return
 		}
 		killed := 0
-		for _, n := range names {
+		for _, p := range procs {
+			n := p.Name()
 			pid, err := strconv.Atoi(n)
 			if err != nil || pid == self {
 				continue
@@ -305,16 +306,6 @@ func killMarked(pid int, marker []byte) bool {
 		return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
 	}
 	return syscall.Kill(pid, syscall.SIGKILL) == nil
-}
-
-// readNames lists a directory's names.
-func readNames(dir string) ([]string, error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.Readdirnames(-1)
 }
 
 // exitedAlready reports whether the agent's child pid has exited: a
